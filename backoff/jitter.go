@@ -1,0 +1,206 @@
+package backoff
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+var errNilInner = errors.New("backoff: inner policy is nil, want a policy to wrap")
+
+// FullJitterPolicy draws the delay uniformly from [0, d], where d is the
+// delay of the policy it wraps (AWS's "full jitter"). Build it with [Jitter].
+type FullJitterPolicy struct {
+	inner Policy
+}
+
+// Jitter wraps inner in full jitter: each delay is uniform in [0, d], d being
+// inner's delay for the same attempt. It spreads a cohort of jobs that failed
+// together across the whole window, so they do not re-fire as a herd.
+func Jitter(inner Policy) (FullJitterPolicy, error) {
+	if inner == nil {
+		return FullJitterPolicy{}, errNilInner
+	}
+	return FullJitterPolicy{inner: inner}, nil
+}
+
+// Delay returns a uniform draw in [0, inner delay].
+func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
+	if p.inner == nil {
+		return 0
+	}
+	d := Delay(p.inner, attempt, src.sub())
+	return time.Duration(between(src.uint64(attempt), 0, int64(d)))
+}
+
+// Max returns the inner policy's maximum.
+func (p FullJitterPolicy) Max() time.Duration { return maxOf(p.inner) }
+
+// Inner returns the wrapped policy.
+func (p FullJitterPolicy) Inner() Policy { return p.inner }
+
+// String returns "jitter(INNER)".
+func (p FullJitterPolicy) String() string { return "jitter(" + stringOf(p.inner) + ")" }
+
+// EqualJitterPolicy keeps half of the inner delay and draws the other half:
+// d/2 + uniform[0, d/2] (AWS's "equal jitter"). Build it with [EqualJitter].
+type EqualJitterPolicy struct {
+	inner Policy
+}
+
+// EqualJitter wraps inner in equal jitter: each delay is at least half of
+// inner's delay and at most all of it.
+func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
+	if inner == nil {
+		return EqualJitterPolicy{}, errNilInner
+	}
+	return EqualJitterPolicy{inner: inner}, nil
+}
+
+// Delay returns d/2 + uniform[0, d - d/2], d being the inner delay.
+func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
+	if p.inner == nil {
+		return 0
+	}
+	d := int64(Delay(p.inner, attempt, src.sub()))
+	half := d / 2
+	return time.Duration(half + between(src.uint64(attempt), 0, d-half))
+}
+
+// Max returns the inner policy's maximum.
+func (p EqualJitterPolicy) Max() time.Duration { return maxOf(p.inner) }
+
+// Inner returns the wrapped policy.
+func (p EqualJitterPolicy) Inner() Policy { return p.inner }
+
+// String returns "equal(INNER)".
+func (p EqualJitterPolicy) String() string { return "equal(" + stringOf(p.inner) + ")" }
+
+// ProportionalPolicy spreads the inner delay by a fraction f either way:
+// uniform in [d*(1-f), d*(1+f)], clipped to the inner policy's maximum so the
+// wrapper never exceeds it. Build it with [Proportional].
+type ProportionalPolicy struct {
+	f     float64
+	inner Policy
+}
+
+// Proportional wraps inner in proportional jitter of fraction f, which must be
+// in (0, 1]: with f = 0.2 a 4s delay lands in [3.2s, 4.8s]. Where d*(1+f)
+// would pass inner's maximum, the upper end of the window is that maximum.
+func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
+	if !(f > 0 && f <= 1) { // also rejects NaN
+		return ProportionalPolicy{}, fmt.Errorf("backoff: jitter fraction %v is outside (0, 1]", f)
+	}
+	if inner == nil {
+		return ProportionalPolicy{}, errNilInner
+	}
+	return ProportionalPolicy{f: f, inner: inner}, nil
+}
+
+// Delay returns a uniform draw in [d*(1-f), min(d*(1+f), inner.Max())].
+func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
+	if p.inner == nil {
+		return 0
+	}
+	d := int64(Delay(p.inner, attempt, src.sub()))
+	spread := d
+	if x := float64(d) * p.f; x < float64(d) && x >= 0 {
+		spread = int64(x)
+	}
+	hi := int64(maxOf(p.inner))
+	if spread < hi-d {
+		hi = d + spread
+	}
+	return time.Duration(between(src.uint64(attempt), d-spread, hi))
+}
+
+// Max returns the inner policy's maximum.
+func (p ProportionalPolicy) Max() time.Duration { return maxOf(p.inner) }
+
+// Fraction returns the jitter fraction f.
+func (p ProportionalPolicy) Fraction() float64 { return p.f }
+
+// Inner returns the wrapped policy.
+func (p ProportionalPolicy) Inner() Policy { return p.inner }
+
+// String returns "proportional(F, INNER)".
+func (p ProportionalPolicy) String() string {
+	return "proportional(" + formatFloat(p.f) + ", " + stringOf(p.inner) + ")"
+}
+
+// DecorrelatedPolicy is AWS's "decorrelated jitter": each delay is drawn from
+// [base, 3 * previous delay] and clamped at cap. Build it with [Decorrelated].
+type DecorrelatedPolicy struct {
+	base, cap time.Duration
+}
+
+// decorrelatedWindow is how many steps of the recurrence Delay replays.
+const decorrelatedWindow = 32
+
+// Decorrelated returns AWS's decorrelated jitter, min(cap, uniform(base,
+// prev*3)), with prev = base before the first retry.
+//
+// Engines hand a retry policy an attempt number, not the previous delay, so
+// the recurrence is computed statelessly: Delay(n) replays the draws of
+// attempts 1..n from the Source, each draw keyed by its own attempt. With a
+// keyed Source the whole chain is reproducible, so Delay(n) is exactly the
+// value that follows Delay(n-1). To bound the cost, only the last 32 steps
+// are replayed; beyond attempt 32 the replay starts from prev = cap, which is
+// where the chain sits once it has grown.
+func Decorrelated(base, cap time.Duration) (DecorrelatedPolicy, error) {
+	if base <= 0 {
+		return DecorrelatedPolicy{}, fmt.Errorf("backoff: decorrelated base %s is not positive, want > 0", base)
+	}
+	if cap < base {
+		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", cap, base)
+	}
+	return DecorrelatedPolicy{base: base, cap: cap}, nil
+}
+
+// Delay replays the decorrelated recurrence up to attempt.
+func (p DecorrelatedPolicy) Delay(attempt int, src Source) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if p.base <= 0 || p.cap < p.base {
+		return max(min(p.base, p.cap), 0)
+	}
+	start, prev := 1, int64(p.base)
+	if attempt > decorrelatedWindow {
+		start, prev = attempt-decorrelatedWindow+1, int64(p.cap)
+	}
+	base, cp := int64(p.base), int64(p.cap)
+	for k := start; ; k++ {
+		hi := int64(math.MaxInt64)
+		if prev <= math.MaxInt64/3 {
+			hi = prev * 3
+		}
+		prev = min(between(src.uint64(k), base, hi), cp)
+		if k == attempt {
+			return time.Duration(prev)
+		}
+	}
+}
+
+// Max returns the cap.
+func (p DecorrelatedPolicy) Max() time.Duration { return max(p.cap, 0) }
+
+// String returns "decorrelated(BASE, CAP)".
+func (p DecorrelatedPolicy) String() string {
+	return "decorrelated(" + formatDuration(p.base) + ", " + formatDuration(p.cap) + ")"
+}
+
+func maxOf(p Policy) time.Duration {
+	if p == nil {
+		return 0
+	}
+	return max(p.Max(), 0)
+}
+
+func stringOf(p Policy) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return p.String()
+}

@@ -1,0 +1,170 @@
+package backoff
+
+import (
+	"fmt"
+	"time"
+)
+
+// A Policy maps the number of a failed attempt to the wait before the next
+// one. Implementations are immutable values, safe for concurrent use.
+//
+// Delay must return a value in [0, Max()] for every attempt from 1 to
+// math.MaxInt and must not panic; attempt numbers below 1 are treated as 1.
+// The policies of this package also print in the text form that [Parse]
+// reads back.
+type Policy interface {
+	// Delay returns the wait before the retry that follows failed attempt
+	// number attempt (1-based), drawing any jitter from src.
+	Delay(attempt int, src Source) time.Duration
+	// Max returns the largest delay Delay can return for any attempt.
+	Max() time.Duration
+	// String returns the policy in its text form, such as
+	// "jitter(exponential(100ms, 10s))".
+	String() string
+}
+
+// Delay returns p's delay for the failed attempt, drawing any jitter from src.
+// It is the pure heart of rebound: every adapter calls it, none computes a
+// curve of its own. It guards against foreign Policy implementations too:
+// the result is clamped to [0, p.Max()], and a nil policy gives 0.
+func Delay(p Policy, attempt int, src Source) time.Duration {
+	if p == nil {
+		return 0
+	}
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := p.Delay(attempt, src)
+	if m := p.Max(); d > m {
+		d = m
+	}
+	if d < 0 {
+		d = 0
+	}
+	return d
+}
+
+// Must returns p, or panics if err is not nil. It is meant for package-level
+// variables built from constant arguments, like regexp.MustCompile.
+func Must[P any](p P, err error) P {
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// FixedPolicy waits the same delay after every failed attempt.
+// Build it with [Fixed].
+type FixedPolicy struct {
+	d time.Duration
+}
+
+// Fixed returns a policy that waits d after every failed attempt.
+// d must not be negative.
+func Fixed(d time.Duration) (FixedPolicy, error) {
+	if d < 0 {
+		return FixedPolicy{}, fmt.Errorf("backoff: fixed delay %s is negative, want >= 0", d)
+	}
+	return FixedPolicy{d: d}, nil
+}
+
+// Delay returns the fixed delay, whatever the attempt.
+func (p FixedPolicy) Delay(int, Source) time.Duration { return p.d }
+
+// Max returns the fixed delay.
+func (p FixedPolicy) Max() time.Duration { return p.d }
+
+// String returns "fixed(D)".
+func (p FixedPolicy) String() string { return "fixed(" + formatDuration(p.d) + ")" }
+
+// ExponentialPolicy doubles the delay after each failed attempt, from base up
+// to cap: min(base * 2^(attempt-1), cap). Build it with [Exponential].
+type ExponentialPolicy struct {
+	base, cap time.Duration
+}
+
+// Exponential returns a policy that waits base after the first failed attempt
+// and doubles the wait after each further one, never exceeding cap. The value
+// is exact for every attempt: it is computed in integers and the doubling
+// stops at the cap, so it cannot overflow. base must be positive and cap must
+// be at least base.
+func Exponential(base, cap time.Duration) (ExponentialPolicy, error) {
+	if base <= 0 {
+		return ExponentialPolicy{}, fmt.Errorf("backoff: exponential base %s is not positive, want > 0", base)
+	}
+	if cap < base {
+		return ExponentialPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", cap, base)
+	}
+	return ExponentialPolicy{base: base, cap: cap}, nil
+}
+
+// Delay returns min(base * 2^(attempt-1), cap).
+func (p ExponentialPolicy) Delay(attempt int, _ Source) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if p.base <= 0 {
+		return 0
+	}
+	shift := uint(attempt - 1)
+	// base << shift stays at or below cap exactly when base <= cap >> shift;
+	// checking that first is what keeps the shift from ever overflowing.
+	if shift >= 63 || p.base > p.cap>>shift {
+		return p.cap
+	}
+	return p.base << shift
+}
+
+// Max returns the cap.
+func (p ExponentialPolicy) Max() time.Duration { return max(p.cap, 0) }
+
+// String returns "exponential(BASE, CAP)".
+func (p ExponentialPolicy) String() string {
+	return "exponential(" + formatDuration(p.base) + ", " + formatDuration(p.cap) + ")"
+}
+
+// LinearPolicy grows the delay by a fixed step after each failed attempt:
+// min(base + step*(attempt-1), cap). Build it with [Linear].
+type LinearPolicy struct {
+	base, step, cap time.Duration
+}
+
+// Linear returns a policy that waits base after the first failed attempt and
+// step longer after each further one, never exceeding cap. base and step must
+// not be negative and cap must be at least base.
+func Linear(base, step, cap time.Duration) (LinearPolicy, error) {
+	switch {
+	case base < 0:
+		return LinearPolicy{}, fmt.Errorf("backoff: linear base %s is negative, want >= 0", base)
+	case step < 0:
+		return LinearPolicy{}, fmt.Errorf("backoff: linear step %s is negative, want >= 0", step)
+	case cap < base:
+		return LinearPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", cap, base)
+	}
+	return LinearPolicy{base: base, step: step, cap: cap}, nil
+}
+
+// Delay returns min(base + step*(attempt-1), cap).
+func (p LinearPolicy) Delay(attempt int, _ Source) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	if p.step <= 0 || p.cap <= p.base {
+		return min(max(p.base, 0), max(p.cap, 0))
+	}
+	// base + step*n <= cap exactly when n <= (cap-base)/step; past that the
+	// product could overflow, and the answer is the cap anyway.
+	n := int64(attempt - 1)
+	if n > int64((p.cap-p.base)/p.step) {
+		return p.cap
+	}
+	return p.base + p.step*time.Duration(n)
+}
+
+// Max returns the cap.
+func (p LinearPolicy) Max() time.Duration { return max(p.cap, 0) }
+
+// String returns "linear(BASE, STEP, CAP)".
+func (p LinearPolicy) String() string {
+	return "linear(" + formatDuration(p.base) + ", " + formatDuration(p.step) + ", " + formatDuration(p.cap) + ")"
+}

@@ -1,0 +1,81 @@
+package backoff
+
+import (
+	"math/bits"
+	"math/rand/v2"
+)
+
+// A Source supplies the randomness a jittered policy draws from.
+//
+// The zero Source is unkeyed: each draw is fresh, taken from the runtime's
+// per-thread generator through math/rand/v2, which takes no global lock.
+// A keyed Source ([Key], [KeyUint64]) is deterministic: a draw depends only
+// on the key, the attempt and the position of the drawing wrapper in the
+// policy, so one job's schedule is reproducible and identical wherever it is
+// computed. Sources are small values, safe to copy and to share.
+type Source struct {
+	seed  uint64
+	keyed bool
+}
+
+// KeyUint64 returns a Source keyed by a numeric job identity.
+func KeyUint64(id uint64) Source {
+	return Source{seed: mix(id ^ 0x6a09e667f3bcc909), keyed: true}
+}
+
+// Key returns a Source keyed by a job identity such as a job ID. The string is
+// hashed with 64-bit FNV-1a, which is stable across processes and versions.
+func Key(id string) Source {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(id); i++ {
+		h ^= uint64(id[i])
+		h *= 1099511628211
+	}
+	return KeyUint64(h)
+}
+
+// Keyed reports whether s draws deterministically from a key.
+func (s Source) Keyed() bool { return s.keyed }
+
+// uint64 returns the draw for attempt in lane 0 of s.
+func (s Source) uint64(attempt int) uint64 {
+	if !s.keyed {
+		return rand.Uint64()
+	}
+	return mix(s.seed ^ uint64(attempt)*0x9e3779b97f4a7c15)
+}
+
+// sub returns the independent Source a wrapper hands to the policy it wraps,
+// so nested wrappers never reuse one another's draws.
+func (s Source) sub() Source {
+	if !s.keyed {
+		return s
+	}
+	return Source{seed: mix(s.seed + 0xbb67ae8584caa73b), keyed: true}
+}
+
+// mix is the splitmix64 finaliser: a bijection on uint64 whose output bits all
+// depend on every input bit.
+func mix(z uint64) uint64 {
+	z ^= z >> 30
+	z *= 0xbf58476d1ce4e5b9
+	z ^= z >> 27
+	z *= 0x94d049bb133111eb
+	z ^= z >> 31
+	return z
+}
+
+// between maps the random word r onto [lo, hi] (inclusive) by a 64x64-bit
+// multiply. The bias is at most (hi-lo+1)/2^64, far below anything a retry
+// schedule can observe, and the mapping is monotone in r.
+func between(r uint64, lo, hi int64) int64 {
+	if hi <= lo {
+		return lo
+	}
+	n := uint64(hi - lo)
+	if n == ^uint64(0) {
+		return lo + int64(r)
+	}
+	off, _ := bits.Mul64(r, n+1)
+	return lo + int64(off)
+}

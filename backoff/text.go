@@ -1,0 +1,354 @@
+package backoff
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Parse reads a policy in its text form, the form every policy's String
+// returns. The grammar, with optional spaces between tokens:
+//
+//	fixed(D)                 every attempt waits D
+//	exponential(BASE, CAP)   min(BASE * 2^(attempt-1), CAP)
+//	linear(BASE, STEP, CAP)  min(BASE + STEP*(attempt-1), CAP)
+//	decorrelated(BASE, CAP)  AWS decorrelated jitter
+//	jitter(P)                full jitter around policy P
+//	equal(P)                 equal jitter around P
+//	proportional(F, P)       P's delay +- fraction F, F in (0, 1]
+//
+// Durations use time.ParseDuration syntax ("250ms", "1m30s"). Parse(p.String())
+// returns a policy equal to p. An error names the offset in s where the input
+// went wrong and what was expected there.
+func Parse(s string) (Policy, error) {
+	ps := parser{src: s}
+	p, err := ps.policy()
+	if err != nil {
+		return nil, err
+	}
+	ps.space()
+	if ps.pos < len(ps.src) {
+		return nil, ps.errorf("end of input")
+	}
+	return p, nil
+}
+
+// SyntaxError is the error [Parse] returns for text that is not a policy.
+type SyntaxError struct {
+	// Input is the text that was parsed.
+	Input string
+	// Offset is the byte offset in Input where parsing failed.
+	Offset int
+	// Msg says what was expected and what was found.
+	Msg string
+}
+
+func (e *SyntaxError) Error() string {
+	return fmt.Sprintf("backoff: parse %q: at offset %d: %s", e.Input, e.Offset, e.Msg)
+}
+
+type parser struct {
+	src string
+	pos int
+}
+
+func (p *parser) space() {
+	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t' || p.src[p.pos] == '\n' || p.src[p.pos] == '\r') {
+		p.pos++
+	}
+}
+
+// found describes what stands at the current position, for error messages.
+func (p *parser) found() string {
+	if p.pos >= len(p.src) {
+		return "end of input"
+	}
+	end := p.pos + 1
+	for end < len(p.src) && end-p.pos < 12 && !strings.ContainsRune("(), \t", rune(p.src[end])) {
+		end++
+	}
+	return strconv.Quote(p.src[p.pos:end])
+}
+
+func (p *parser) errorf(expected string, args ...any) *SyntaxError {
+	return &SyntaxError{Input: p.src, Offset: p.pos, Msg: "expected " + fmt.Sprintf(expected, args...) + ", found " + p.found()}
+}
+
+func (p *parser) expect(c byte) error {
+	p.space()
+	if p.pos < len(p.src) && p.src[p.pos] == c {
+		p.pos++
+		return nil
+	}
+	return p.errorf("%q", string(c))
+}
+
+// token returns the run of characters up to the next delimiter.
+func (p *parser) token() (string, int) {
+	p.space()
+	start := p.pos
+	for p.pos < len(p.src) && !strings.ContainsRune("(), \t\n\r", rune(p.src[p.pos])) {
+		p.pos++
+	}
+	return p.src[start:p.pos], start
+}
+
+const policyNames = "fixed, exponential, linear, decorrelated, jitter, equal or proportional"
+
+func (p *parser) policy() (Policy, error) {
+	p.space()
+	name, at := p.token()
+	if name == "" {
+		return nil, p.errorf("a policy name (%s)", policyNames)
+	}
+	var (
+		pol Policy
+		err error
+	)
+	switch name {
+	case "fixed":
+		err = p.call(func() error {
+			d, err := p.duration()
+			if err == nil {
+				pol, err = Fixed(d)
+			}
+			return err
+		})
+	case "exponential", "decorrelated":
+		err = p.call(func() error {
+			base, err := p.duration()
+			if err != nil {
+				return err
+			}
+			if err := p.expect(','); err != nil {
+				return err
+			}
+			capd, err := p.duration()
+			if err != nil {
+				return err
+			}
+			if name == "exponential" {
+				pol, err = Exponential(base, capd)
+			} else {
+				pol, err = Decorrelated(base, capd)
+			}
+			return err
+		})
+	case "linear":
+		err = p.call(func() error {
+			var ds [3]time.Duration
+			for i := range ds {
+				if i > 0 {
+					if err := p.expect(','); err != nil {
+						return err
+					}
+				}
+				d, err := p.duration()
+				if err != nil {
+					return err
+				}
+				ds[i] = d
+			}
+			var err error
+			pol, err = Linear(ds[0], ds[1], ds[2])
+			return err
+		})
+	case "jitter", "equal":
+		err = p.call(func() error {
+			inner, err := p.policy()
+			if err != nil {
+				return err
+			}
+			if name == "jitter" {
+				pol, err = Jitter(inner)
+			} else {
+				pol, err = EqualJitter(inner)
+			}
+			return err
+		})
+	case "proportional":
+		err = p.call(func() error {
+			tok, at := p.token()
+			f, ferr := strconv.ParseFloat(tok, 64)
+			if ferr != nil || tok == "" {
+				p.pos = at
+				return p.errorf("a fraction in (0, 1]")
+			}
+			if err := p.expect(','); err != nil {
+				return err
+			}
+			inner, err := p.policy()
+			if err != nil {
+				return err
+			}
+			pol, err = Proportional(f, inner)
+			if err != nil {
+				p.pos = at
+			}
+			return err
+		})
+	default:
+		p.pos = at
+		return nil, p.errorf("a policy name (%s)", policyNames)
+	}
+	if err != nil {
+		if _, ok := err.(*SyntaxError); !ok {
+			// A well-formed call with arguments the constructor refused.
+			err = &SyntaxError{Input: p.src, Offset: at, Msg: strings.TrimPrefix(err.Error(), "backoff: ")}
+		}
+		return nil, err
+	}
+	return pol, nil
+}
+
+// call parses "(" args ")" around body.
+func (p *parser) call(body func() error) error {
+	if err := p.expect('('); err != nil {
+		return err
+	}
+	if err := body(); err != nil {
+		return err
+	}
+	return p.expect(')')
+}
+
+func (p *parser) duration() (time.Duration, error) {
+	tok, at := p.token()
+	if tok == "" {
+		return 0, p.errorf("a duration such as 100ms")
+	}
+	d, err := time.ParseDuration(tok)
+	if err != nil {
+		p.pos = at
+		return 0, p.errorf("a duration such as 100ms")
+	}
+	return d, nil
+}
+
+// formatDuration prints d in the largest unit that holds it exactly, so
+// "1m" rather than "1m0s" and "1500ms" rather than "1.5s"; the result always
+// parses back to d.
+func formatDuration(d time.Duration) string {
+	if d == 0 {
+		return "0s"
+	}
+	if d < 0 {
+		if d == -d { // the most negative Duration has no positive twin
+			return d.String()
+		}
+		return "-" + formatDuration(-d)
+	}
+	units := [...]struct {
+		size time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}}
+	for _, u := range units {
+		if d%u.size == 0 {
+			return strconv.FormatInt(int64(d/u.size), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10) + "ns"
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
+
+// Spec holds any policy and gives it a text form: it implements
+// encoding.TextMarshaler and TextUnmarshaler (so a policy loads from JSON,
+// YAML or an environment variable) and flag.Value:
+//
+//	spec := backoff.Spec{Policy: def}
+//	flag.Var(&spec, "retry", "retry policy, e.g. jitter(exponential(100ms, 10s))")
+//
+// A Spec is itself a Policy; the zero Spec waits 0.
+type Spec struct {
+	Policy
+}
+
+// Delay returns the held policy's delay, or 0 if it holds none.
+func (s Spec) Delay(attempt int, src Source) time.Duration { return Delay(s.Policy, attempt, src) }
+
+// Max returns the held policy's maximum, or 0 if it holds none.
+func (s Spec) Max() time.Duration { return maxOf(s.Policy) }
+
+// String returns the held policy's text form, or "" if it holds none.
+func (s Spec) String() string {
+	if s.Policy == nil {
+		return ""
+	}
+	return s.Policy.String()
+}
+
+// MarshalText returns the held policy's text form.
+func (s Spec) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// UnmarshalText parses a policy into s.
+func (s *Spec) UnmarshalText(b []byte) error {
+	p, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	s.Policy = p
+	return nil
+}
+
+// Set parses a policy into s, for flag.Value.
+func (s *Spec) Set(v string) error { return s.UnmarshalText([]byte(v)) }
+
+// unmarshalAs parses b into *dst, which must be the policy type the text
+// names.
+func unmarshalAs[T Policy](b []byte, dst *T) error {
+	p, err := Parse(string(b))
+	if err != nil {
+		return err
+	}
+	t, ok := p.(T)
+	if !ok {
+		var zero T
+		return fmt.Errorf("backoff: %q is a %T, want a %T", b, p, zero)
+	}
+	*dst = t
+	return nil
+}
+
+// MarshalText returns the policy's text form.
+func (p FixedPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "fixed(D)" into p.
+func (p *FixedPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the policy's text form.
+func (p ExponentialPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "exponential(BASE, CAP)" into p.
+func (p *ExponentialPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the policy's text form.
+func (p LinearPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "linear(BASE, STEP, CAP)" into p.
+func (p *LinearPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the policy's text form.
+func (p DecorrelatedPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "decorrelated(BASE, CAP)" into p.
+func (p *DecorrelatedPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the policy's text form.
+func (p FullJitterPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "jitter(P)" into p.
+func (p *FullJitterPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the policy's text form.
+func (p EqualJitterPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "equal(P)" into p.
+func (p *EqualJitterPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the policy's text form.
+func (p ProportionalPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
+
+// UnmarshalText parses "proportional(F, P)" into p.
+func (p *ProportionalPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
