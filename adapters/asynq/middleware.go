@@ -125,14 +125,32 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 		return nil
 	}
 
-	var dec backoff.Decision
-	switch {
-	case errors.Is(err, asynq.RevokeTask):
+	if errors.Is(err, asynq.RevokeTask) {
 		r.ended(ctx, a, observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}})
 		return err
+	}
+	// In precise mode the exact fire time travels in the headers. Once the
+	// context is done asynq's own goroutine may already be reading them:
+	// never write to them then, and round up instead.
+	exact := r.precise && headers != nil && ctx.Err() == nil
+	c := r.conclude(id, attempt, maxAttempts, err, end, exact)
+	if exact && c.decision.Retry() {
+		headers[HeaderRetryAt] = strconv.FormatInt(c.fireAt.UnixNano(), 10)
+	}
+	r.ended(ctx, a, observe.Result{Err: c.err, Decision: c.decision, FireAt: c.fireAt})
+	return c
+}
+
+// conclude decides what follows the failed attempt of task id that ended at
+// end: the decision under the rule keyed by the task ID, and the absolute
+// fire time of a retry, exact when exact is set, otherwise rounded up to a
+// whole second.
+func (r *Retrier) conclude(id string, attempt, maxAttempts int, err error, end time.Time, exact bool) *carrier {
+	var dec backoff.Decision
+	switch {
 	case errors.Is(err, asynq.SkipRetry):
 		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
-	case !r.counts(err):
+	case !backoff.IsPermanent(err) && !r.counts(err):
 		// asynq retries without counting: the cap does not apply.
 		dec = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.policyDelay(attempt, err, backoff.Key(id))}
 	default:
@@ -140,17 +158,11 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	}
 	c := &carrier{err: err, decision: dec}
 	if dec.Retry() {
-		c.fireAt = roundUp(end.Add(dec.Delay))
-		if r.precise && headers != nil {
-			c.fireAt = end.Add(dec.Delay)
-			// Once the context is done asynq's own goroutine may already
-			// be reading the headers: never write to them then.
-			if ctx.Err() == nil {
-				headers[HeaderRetryAt] = strconv.FormatInt(c.fireAt.UnixNano(), 10)
-			}
+		c.fireAt = end.Add(dec.Delay)
+		if !exact {
+			c.fireAt = roundUp(c.fireAt)
 		}
 	}
-	r.ended(ctx, a, observe.Result{Err: err, Decision: dec, FireAt: c.fireAt})
 	return c
 }
 
