@@ -1,0 +1,71 @@
+// Package reboundriver applies a rebound retry rule to River
+// (github.com/riverqueue/river) jobs: the same backoff curve, keyed jitter and
+// attempts cap as every other rebound adapter, with each attempt reported to an
+// [observe.Observer].
+//
+// # Plugging in
+//
+// One [Retrier] value goes into the user's own river.Config twice: as
+// RetryPolicy and in Middleware.
+//
+//	retrier, err := reboundriver.New(rule, reboundriver.WithObserver(obs))
+//	...
+//	client, err := river.NewClient(driver, &river.Config{
+//		RetryPolicy: retrier,
+//		Middleware:  []rivertype.Middleware{retrier},
+//		Workers:     workers,
+//		...
+//	})
+//
+// River's retry hook, ClientRetryPolicy.NextRetry, sees the job row but not the
+// error of the attempt that just failed, so the Retrier's worker middleware
+// decides right after the attempt, while the error is at hand, and hands the
+// fire time to NextRetry through a table keyed by job ID. Only attempts that
+// River is about to retry leave an entry, and NextRetry takes it out; an entry
+// that River never asks for (an ErrorHandler that cancels the job, a worker
+// whose own NextRetry answers first) expires after a few minutes, so the
+// table never grows with the number of jobs run. [Retrier.Pending] reports
+// its size.
+//
+// # Mapping
+//
+//   - A failed attempt with attempts left is retried after the rule's delay for
+//     that attempt, raised to the error's [backoff.RetryAfter] hint when the hint
+//     is longer. Jitter is keyed by the job ID,
+//     backoff.Key(strconv.FormatInt(job.ID, 10)), so one job's schedule is
+//     reproducible; [WithKey] keys by something else.
+//   - An error marked [backoff.Permanent] ends the job `cancelled`: the
+//     middleware returns river.JobCancel(err).
+//   - The rule's MaxAttempts is the cap, whatever the job was inserted with.
+//     The insert middleware writes it into every job's max_attempts, and at
+//     work time the middleware sets the running job's MaxAttempts to the cap,
+//     so River itself discards a job whose attempt number has reached the cap:
+//     exhausted jobs end `discarded`, as they do without rebound. A job that was
+//     retried by hand past its cap (River's JobRetry grants one more run) gets
+//     that run and is discarded again if it fails.
+//   - river.JobSnooze and river.JobCancel returned by a worker keep River's
+//     meaning; neither leaves an entry behind.
+//   - A worker panic is retried like an error and then re-raised, so River still
+//     records it as a panic with its stack trace.
+//
+// NextRetry never returns a zero time or a time in the past (River would fall
+// back to its own policy): a decision taken a moment before is clamped to
+// now, and a policy that panics is recovered and replaced by the fallback
+// delay ([WithFallbackDelay], one minute by default).
+//
+// # Timing
+//
+// River makes a retry due within five seconds `available` at once with a
+// future scheduled_at, and workers find it on their next fetch poll, every
+// river.Config.FetchPollInterval (one second by default). A retry therefore
+// never runs early, and runs up to about one poll interval late when the
+// queue is idle. Short retry delays want a shorter FetchPollInterval (and a
+// FetchCooldown no longer than it); see the package README for measured
+// figures.
+//
+// # Per-kind rules
+//
+// [WithKindRule] gives one job kind its own rule; the middleware, NextRetry
+// and the insert middleware all apply it to jobs of that kind. A worker that
+// overrides river.Worker's NextRetry can return [Retrier.WorkerNextRetry].
+package reboundriver
