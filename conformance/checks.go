@@ -1,0 +1,281 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rebound-go/rebound/backoff"
+)
+
+// unit is the delay of the checks whose point is counting, not timing:
+// small, so that an exact engine finishes them in tens of milliseconds. A
+// coarse engine rounds it up to its resolution.
+const unit = 20 * time.Millisecond
+
+// scheduleIDs are the job IDs the Schedule check asks the hook about.
+// They are decimal integers so that every engine can carry them (River's
+// IDs are int64).
+var scheduleIDs = []string{"1", "2", "7", "42", "1000", "123456789", "9007199254740993"}
+
+// checkSchedule compares the adapter's hook with the core, without running
+// anything: for several policies, job IDs and attempts 1..MaxAttempts, the
+// hook must retry exactly when the rule does, after the core's delay for
+// that job's key, rounded up by less than the declared resolution.
+func checkSchedule(e *env) {
+	errFail := errors.New("conformance: scripted failure")
+	exp := func(b, c time.Duration) backoff.ExponentialPolicy { return backoff.Must(backoff.Exponential(b, c)) }
+	cases := []struct {
+		p        backoff.Policy
+		max      int
+		jittered bool
+	}{
+		{exp(100*time.Millisecond, 10*time.Second), 8, false},
+		{backoff.Must(backoff.Linear(50*time.Millisecond, 75*time.Millisecond, time.Second)), 6, false},
+		{backoff.Must(backoff.Fixed(250 * time.Millisecond)), 1, false},
+		{backoff.Must(backoff.Jitter(exp(100*time.Millisecond, 10*time.Second))), 8, true},
+		{backoff.Must(backoff.EqualJitter(exp(time.Second, time.Minute))), 6, true},
+		{backoff.Must(backoff.Proportional(0.3, exp(200*time.Millisecond, 30*time.Second))), 6, true},
+		{backoff.Must(backoff.Decorrelated(100*time.Millisecond, 5*time.Second)), 10, true},
+	}
+	for _, c := range cases {
+		rule := e.rule(c.p, c.max)
+		cfg, _ := e.config(rule)
+		for a := 1; a <= c.max; a++ {
+			seen := map[time.Duration]bool{}
+			for _, id := range scheduleIDs {
+				want := rule.Decide(a, errFail, backoff.Key(id))
+				got, retry := e.h.HookDelay(cfg, id, a, errFail)
+				seen[got] = true
+				e.compareHook(rule, id, a, "a failure", want, got, retry)
+			}
+			if c.jittered && a < c.max && len(seen) == 1 {
+				e.errorf("rule %s, attempt %d: the hook gave all %d job IDs the same delay; jitter ignores the job key (want backoff.Key(jobID))",
+					rule, a, len(scheduleIDs))
+			}
+		}
+		// A permanent error never retries; a retry-after hint raises the delay.
+		for _, id := range scheduleIDs[:3] {
+			perm := backoff.Permanent(errFail)
+			got, retry := e.h.HookDelay(cfg, id, 1, perm)
+			e.compareHook(rule, id, 1, "a permanent error", rule.Decide(1, perm, backoff.Key(id)), got, retry)
+			hinted := backoff.RetryAfter(errFail, rule.Policy().Max()+1500*time.Millisecond)
+			got, retry = e.h.HookDelay(cfg, id, 1, hinted)
+			e.compareHook(rule, id, 1, "a retry-after hint of "+(rule.Policy().Max() + 1500*time.Millisecond).String(),
+				rule.Decide(1, hinted, backoff.Key(id)), got, retry)
+		}
+	}
+}
+
+// compareHook records how the hook's answer differs from the core's.
+func (e *env) compareHook(rule backoff.Rule, id string, attempt int, after string, want backoff.Decision, got time.Duration, retry bool) {
+	where := fmt.Sprintf("rule %s, job %s, attempt %d failing with %s", rule, id, attempt, after)
+	switch {
+	case retry != want.Retry():
+		verb := map[bool]string{true: "retries", false: "gives up"}
+		e.errorf("%s: the hook %s, want it to %s (%v)", where, verb[retry], map[bool]string{true: "retry", false: "give up"}[want.Retry()], want.Outcome)
+	case !retry:
+	case got < want.Delay:
+		e.errorf("%s: the hook delays %v, want the core's %v for backoff.Key(%q): %v short; a hook may round up, never down",
+			where, got, want.Delay, id, want.Delay-got)
+	case e.lim.Resolution == 0 && got != want.Delay:
+		e.errorf("%s: the hook delays %v, want exactly the core's %v for backoff.Key(%q) (the harness declares exact resolution)",
+			where, got, want.Delay, id)
+	case e.lim.Resolution > 0 && got-want.Delay >= e.lim.Resolution:
+		e.errorf("%s: the hook delays %v, want the core's %v for backoff.Key(%q) rounded up by less than the declared resolution %v",
+			where, got, want.Delay, id, e.lim.Resolution)
+	}
+}
+
+// checkAttemptNumbering runs jobs through several attempts and checks that
+// the harness reports Job.Attempt 1, 2, 3... (verify checks this for every
+// job of every check; this check exists so the property has a name).
+func checkAttemptNumbering(e *env) {
+	w := e.start("numbering", e.rule(backoff.Must(backoff.Fixed(unit)), 4))
+	w.enqueue(script{Always: true})
+	w.enqueue(script{Fail: 2})
+	w.verify(w.settle())
+}
+
+// checkAttemptsCap runs always-failing jobs under MaxAttempts 1, 2 and 5,
+// which must run exactly that often and end failed, and jobs failing k <
+// MaxAttempts times, which must run k+1 times and complete. After a quiet
+// period nothing may have run again.
+func checkAttemptsCap(e *env) {
+	var ws []*worker
+	for _, max := range []int{1, 2, 5} {
+		w := e.start(fmt.Sprintf("cap %d", max), e.rule(backoff.Must(backoff.Fixed(unit)), max))
+		w.enqueue(script{Always: true})
+		for k := range max {
+			w.enqueue(script{Fail: k})
+		}
+		ws = append(ws, w)
+	}
+	states := make([]map[string]State, len(ws))
+	for i, w := range ws {
+		states[i] = w.settle()
+	}
+	ws[len(ws)-1].quiet()
+	for i, w := range ws {
+		w.verify(states[i])
+		w.recheck(states[i])
+	}
+}
+
+// timingBase is the first delay of the NeverEarlyBoundedLate check: 30 ms,
+// or one and a half times the engine's resolution, so that an engine that
+// truncates fire times to its resolution starts retries visibly early.
+func timingBase(lim Limits) time.Duration {
+	return max(30*time.Millisecond, lim.Resolution*3/2)
+}
+
+// checkTiming runs always-failing jobs under a keyed, jittered exponential
+// policy and checks every gap: never before the computed delay, never more
+// than Resolution + Lateness after it (verify does the comparing).
+func checkTiming(e *env) {
+	b := timingBase(e.lim)
+	p := backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(b, 2*b))))
+	w := e.start("timing", e.rule(p, 3))
+	w.enqueueN(8, script{Always: true})
+	w.verify(w.settle())
+}
+
+// checkPermanent runs jobs whose first attempt fails with backoff.Permanent:
+// each must run once and end failed, the hook must not schedule a retry,
+// and after a quiet period nothing may have run again.
+func checkPermanent(e *env) {
+	w := e.start("permanent", e.rule(backoff.Must(backoff.Fixed(unit)), 5))
+	ids := w.enqueueN(3, script{Permanent: true})
+	for _, id := range ids {
+		perm := backoff.Permanent(errors.New("conformance: scripted failure"))
+		if d, retry := e.h.HookDelay(w.cfg, id, 1, perm); retry {
+			e.errorf("%s: job %s: the hook schedules a retry after %v for a permanent error, want no retry", w.label, id, d)
+		}
+	}
+	states := w.settle()
+	w.quiet()
+	w.verify(states)
+	w.recheck(states)
+}
+
+// checkRetryAfter runs jobs whose first attempt fails with a
+// backoff.RetryAfter hint: one hint longer than the policy's delay, which
+// the gap must honour, and one shorter, where the policy's delay applies.
+func checkRetryAfter(e *env) {
+	long := max(6*unit, 2*e.lim.Resolution)
+	w := e.start("retry-after", e.rule(backoff.Must(backoff.Fixed(2*unit)), 3))
+	w.enqueue(script{Fail: 1, After: long})
+	w.enqueue(script{Fail: 2, After: long})
+	w.enqueue(script{Fail: 1, After: unit / 2})
+	w.verify(w.settle())
+}
+
+// checkPanic runs jobs whose handler panics: a panic is one failed attempt
+// (retried under the rule, counted against the cap), and the worker keeps
+// serving other jobs during and after the panics.
+func checkPanic(e *env) {
+	w := e.start("panic", e.rule(backoff.Must(backoff.Fixed(unit)), 3))
+	first := w.enqueue(script{Fail: 1, Panic: true})
+	w.enqueue(script{Always: true, Panic: true})
+	// Wait for the first panic to have happened before enqueueing the
+	// jobs that prove the worker still serves.
+	deadline := time.Now().Add(10 * time.Second)
+	for first != "" && time.Now().Before(deadline) {
+		runs := w.rec.runs(first)
+		if len(runs) > 0 && runs[0].ended {
+			break
+		}
+		time.Sleep(w.pollInterval())
+	}
+	w.enqueueN(3, script{})
+	w.enqueue(script{Fail: 1})
+	w.verify(w.settle())
+}
+
+// herdCohort is the number of jobs in each cohort of the Herd check.
+const herdCohort = 200
+
+// herdWindow picks the Herd check's window from the engine's limits. A
+// slice is the engine's own timing noise, Resolution + Lateness (at least
+// 20 ms); the window is ten slices. For coarse engines, where ten slices
+// would pass five seconds, the window shrinks to as many slices as fit in
+// five seconds, but never fewer than four. bound is the largest share of
+// the cohort any one slice may hold: 2.5 times the share a perfectly even
+// spread would put there (25% of the cohort for ten slices, 62.5% for
+// four).
+func herdWindow(lim Limits) (window, slice time.Duration, bound float64) {
+	slice = max(lim.Resolution+lim.Lateness, 20*time.Millisecond)
+	n := 10
+	if slice*10 > 5*time.Second {
+		n = max(4, int(5*time.Second/slice))
+	}
+	return slice * time.Duration(n), slice, 2.5 / float64(n)
+}
+
+// checkHerd makes two cohorts of herdCohort jobs fail together on their
+// first attempt. The cohort on fixed(window + 2 slices) must re-fire together: its
+// busiest slice holds more than the bound, which shows the measure can see
+// a herd on this engine. The cohort on jitter(fixed(window)) must spread:
+// no slice of the window holds more than the bound. Each job's retry is
+// measured from its own failure, so a cohort whose first attempts the
+// engine spread out over time is still compared fairly; retries are never
+// early but, under this load, not held to the declared lateness.
+func checkHerd(e *env) {
+	window, slice, bound := herdWindow(e.lim)
+	// The unjittered cohort waits two slices longer than the window, so that
+	// its burst lands after the jittered cohort's window instead of piling
+	// its load onto the window's last slice.
+	plain := e.start("herd unjittered", e.rule(backoff.Must(backoff.Fixed(window+2*slice)), 2))
+	spread := e.start("herd jittered", e.rule(backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(window)))), 2))
+	plain.herd, spread.herd = true, true
+	for range herdCohort {
+		plain.enqueue(script{Fail: 1})
+		spread.enqueue(script{Fail: 1})
+	}
+	for _, w := range []*worker{plain, spread} {
+		w.verify(w.settle())
+	}
+	if n, share := busiest(plain, slice); share <= bound {
+		e.errorf("%s: the unjittered cohort did not re-fire together: its busiest %v slice held %d of %d retries (%.0f%%), want more than %.0f%%; the engine spreads retries by itself (too few workers?), so this check cannot tell jitter from load",
+			plain.label, slice, n, plain.len(), 100*share, 100*bound)
+	}
+	if n, share := busiest(spread, slice); share > bound {
+		e.errorf("%s: full jitter did not spread the cohort: %d of %d retries (%.0f%%) started within one %v slice of the %v window, want at most %.0f%%",
+			spread.label, n, spread.len(), 100*share, slice, window, 100*bound)
+	}
+}
+
+// len returns the number of jobs enqueued on w.
+func (w *worker) len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.order)
+}
+
+// busiest returns the largest number of w's retries whose gaps (retry start
+// minus the job's own failure end) fall within any interval of length
+// slice, and that number as a share of w's jobs.
+func busiest(w *worker, slice time.Duration) (int, float64) {
+	w.mu.Lock()
+	ids := append([]string(nil), w.order...)
+	w.mu.Unlock()
+	var gaps []time.Duration
+	for _, id := range ids {
+		if runs := w.rec.runs(id); len(runs) >= 2 && runs[0].ended {
+			gaps = append(gaps, runs[1].start.Sub(runs[0].end))
+		}
+	}
+	if len(ids) == 0 {
+		return 0, 0
+	}
+	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
+	most, j := 0, 0
+	for i := range gaps {
+		for gaps[i]-gaps[j] >= slice {
+			j++
+		}
+		most = max(most, i-j+1)
+	}
+	return most, float64(most) / float64(len(ids))
+}
