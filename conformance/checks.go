@@ -62,7 +62,7 @@ func checkSchedule(e *env) {
 			e.compareHook(rule, id, 1, "a permanent error", rule.Decide(1, perm, backoff.Key(id)), got, retry)
 			hinted := backoff.RetryAfter(errFail, rule.Policy().Max()+1500*time.Millisecond)
 			got, retry = e.h.HookDelay(cfg, id, 1, hinted)
-			e.compareHook(rule, id, 1, "a retry-after hint of "+(rule.Policy().Max() + 1500*time.Millisecond).String(),
+			e.compareHook(rule, id, 1, "a retry-after hint of "+(rule.Policy().Max()+1500*time.Millisecond).String(),
 				rule.Decide(1, hinted, backoff.Key(id)), got, retry)
 		}
 	}

@@ -31,15 +31,15 @@ type ReferenceHarness struct {
 type fault int
 
 const (
-	faultNone          fault = iota
-	faultAttemptOffBy1       // reports Job.Attempt 0-based
-	faultCapPlusOne          // allows one run more than MaxAttempts
-	faultEarly               // fires retries at half their delay
-	faultLate                // fires retries well after their delay
-	faultUnkeyed             // keys every job's jitter by the same key
-	faultRetryPermanent      // retries errors marked backoff.Permanent
-	faultIgnoreHint          // ignores backoff.RetryAfter hints
-	faultDropPanicked        // loses a job whose handler panicked
+	faultNone           fault = iota
+	faultAttemptOffBy1        // reports Job.Attempt 0-based
+	faultCapPlusOne           // allows one run more than MaxAttempts
+	faultEarly                // fires retries at half their delay
+	faultLate                 // fires retries well after their delay
+	faultUnkeyed              // keys every job's jitter by the same key
+	faultRetryPermanent       // retries errors marked backoff.Permanent
+	faultIgnoreHint           // ignores backoff.RetryAfter hints
+	faultDropPanicked         // loses a job whose handler panicked
 )
 
 // Reference returns the reference harness on the real clock. It declares
