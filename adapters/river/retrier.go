@@ -281,7 +281,7 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 	case backoff.OutcomePermanent:
 		return observe.Result{Err: err, Decision: d}, river.JobCancel(err)
 	case backoff.OutcomeRetry:
-		fireAt := now.Add(d.Delay)
+		fireAt := ceil(now.Add(d.Delay))
 		r.store.put(job.ID, entry{attempt: job.Attempt, fireAt: fireAt, stored: now})
 		return observe.Result{Err: err, Decision: d, FireAt: fireAt}, err
 	default:
@@ -430,12 +430,28 @@ func (r *Retrier) ended(ctx context.Context, a observe.Attempt, res observe.Resu
 	r.observer.AttemptEnded(ctx, a, res)
 }
 
-// later returns t, or now when t is zero or before now.
+// Resolution is the precision of the fire times a Retrier hands River: they
+// are rounded up to whole milliseconds, the coarsest precision River's
+// drivers store (SQLite rounds to the nearest millisecond, PostgreSQL to
+// the microsecond), so the stored time is never before the computed one.
+const Resolution = time.Millisecond
+
+// later returns t, or now when t is zero or before now, rounded up to a
+// whole [Resolution].
 func later(t, now time.Time) time.Time {
 	if t.Before(now) {
-		return now
+		t = now
 	}
-	return t
+	return ceil(t)
+}
+
+// ceil rounds t up to a whole Resolution.
+func ceil(t time.Time) time.Time {
+	r := t.Truncate(Resolution)
+	if r.Before(t) {
+		r = r.Add(Resolution)
+	}
+	return r
 }
 
 func safeString(rule backoff.Rule) (s string) {

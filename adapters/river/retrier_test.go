@@ -1,0 +1,451 @@
+package reboundriver
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
+)
+
+var (
+	errBoom   = errors.New("boom")
+	quietLogs = slog.New(slog.NewTextHandler(io.Discard, nil))
+	// base is a fixed clock reading, a whole second, for exact delays.
+	base = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+)
+
+func mustRule(t testing.TB, p backoff.Policy, max int) backoff.Rule {
+	t.Helper()
+	r, err := backoff.NewRule(p, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// newFixed returns a Retrier on a frozen clock at base.
+func newFixed(t testing.TB, rule backoff.Rule, opts ...Option) *Retrier {
+	t.Helper()
+	r, err := New(rule, append([]Option{WithLogger(quietLogs)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.now = func() time.Time { return base }
+	return r
+}
+
+// attempt runs one attempt of job through the middleware with a worker
+// returning err, and reports what River would do next: the error the
+// middleware handed back and, when River would retry, the NextRetry time.
+func attempt(r *Retrier, job *rivertype.JobRow, err error) (returned error, next time.Time, retried bool) {
+	returned = r.Work(context.Background(), job, func(context.Context) error { return err })
+	var cancel *rivertype.JobCancelError
+	var snooze *rivertype.JobSnoozeError
+	switch {
+	case returned == nil, errors.As(returned, &cancel), errors.As(returned, &snooze):
+		return returned, time.Time{}, false
+	case job.Attempt >= job.MaxAttempts:
+		return returned, time.Time{}, false
+	}
+	return returned, r.NextRetry(job), true
+}
+
+func TestNewRejectsBadInput(t *testing.T) {
+	good := mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3)
+	cases := []struct {
+		name string
+		rule backoff.Rule
+		opts []Option
+		want string
+	}{
+		{"zero rule", backoff.Rule{}, nil, "zero backoff.Rule"},
+		{"zero kind rule", good, []Option{WithKindRule("k", backoff.Rule{})}, `WithKindRule("k")`},
+		{"empty kind", good, []Option{WithKindRule("", good)}, "kind is empty"},
+		{"nil key", good, []Option{WithKey(nil)}, "key function is nil"},
+		{"zero fallback", good, []Option{WithFallbackDelay(0)}, "fallback delay 0s is not positive"},
+		{"nil logger", good, []Option{WithLogger(nil)}, "logger is nil"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := New(c.rule, c.opts...)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New: got %v, %v; want an error containing %q", r, err, c.want)
+			}
+		})
+	}
+}
+
+// The middleware captures the attempt's error and NextRetry schedules the
+// rule's delay for it, keyed by the job ID.
+func TestErrorCaptureAndKeyedDelay(t *testing.T) {
+	rule := mustRule(t, backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(100*time.Millisecond, 10*time.Second)))), 6)
+	r := newFixed(t, rule)
+	for _, id := range []int64{1, 2, 42, 1 << 40} {
+		for a := 1; a < 6; a++ {
+			job := &rivertype.JobRow{ID: id, Attempt: a, MaxAttempts: 25, Kind: "k"}
+			_, next, retried := attempt(r, job, errBoom)
+			if !retried {
+				t.Fatalf("job %d attempt %d: no retry, want one", id, a)
+			}
+			want := ceil(base.Add(rule.Decide(a, errBoom, backoff.Key(strconv.FormatInt(id, 10))).Delay))
+			if !next.Equal(want) {
+				t.Errorf("job %d attempt %d: NextRetry %v, want %v", id, a, next.Sub(base), want.Sub(base))
+			}
+		}
+	}
+	if n := r.Pending(); n != 0 {
+		t.Fatalf("Pending = %d after every retry was asked for, want 0", n)
+	}
+}
+
+// Without the captured error, a retry-after hint would be invisible to
+// NextRetry: this is what the capture is for.
+func TestRetryAfterHintHonoured(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
+	job := &rivertype.JobRow{ID: 7, Attempt: 1, MaxAttempts: 5}
+	_, next, _ := attempt(r, job, backoff.RetryAfter(errBoom, 90*time.Second))
+	if got := next.Sub(base); got != 90*time.Second {
+		t.Fatalf("NextRetry after a 90s hint: +%v, want +90s", got)
+	}
+	job = &rivertype.JobRow{ID: 7, Attempt: 2, MaxAttempts: 5}
+	_, next, _ = attempt(r, job, backoff.RetryAfter(errBoom, time.Millisecond))
+	if got := next.Sub(base); got != time.Second {
+		t.Fatalf("NextRetry after a 1ms hint: +%v, want the policy's +1s", got)
+	}
+}
+
+func TestPermanentCancels(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
+	job := &rivertype.JobRow{ID: 3, Attempt: 1, MaxAttempts: 5}
+	returned, _, retried := attempt(r, job, backoff.Permanent(errBoom))
+	var cancel *rivertype.JobCancelError
+	if retried || !errors.As(returned, &cancel) {
+		t.Fatalf("permanent error: middleware returned %v (retried %v), want a river.JobCancel error", returned, retried)
+	}
+	if !errors.Is(returned, errBoom) {
+		t.Fatalf("JobCancel error %v does not wrap the worker's error", returned)
+	}
+	if r.Pending() != 0 {
+		t.Fatal("a permanent error left an entry")
+	}
+}
+
+// The rule's cap wins over the job's MaxAttempts both ways, and an
+// exhausted job is left for River to discard.
+func TestAttemptsCap(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
+	for _, inserted := range []int{1, 2, 3, 50} {
+		for a := 1; a <= 4; a++ {
+			job := &rivertype.JobRow{ID: 9, Attempt: a, MaxAttempts: inserted}
+			returned, _, retried := attempt(r, job, errBoom)
+			if want := a < 3; retried != want {
+				t.Errorf("inserted MaxAttempts %d, attempt %d: retried %v, want %v", inserted, a, retried, want)
+			}
+			if !errors.Is(returned, errBoom) {
+				t.Errorf("attempt %d: middleware returned %v, want the worker's error unchanged", a, returned)
+			}
+			if a >= 3 && job.Attempt < job.MaxAttempts {
+				t.Errorf("attempt %d: job.MaxAttempts %d left above the attempt; River would retry", a, job.MaxAttempts)
+			}
+		}
+	}
+	if r.Pending() != 0 {
+		t.Fatalf("Pending = %d, want 0", r.Pending())
+	}
+}
+
+func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
+	for i, err := range []error{river.JobSnooze(time.Minute), river.JobCancel(errBoom), nil} {
+		job := &rivertype.JobRow{ID: int64(i), Attempt: 1, MaxAttempts: 3}
+		if returned, _, _ := attempt(r, job, err); !errors.Is(returned, err) && returned != err {
+			t.Errorf("middleware changed %v into %v", err, returned)
+		}
+	}
+	if r.Pending() != 0 {
+		t.Fatalf("Pending = %d, want 0", r.Pending())
+	}
+}
+
+// A worker panic is decided like an error, and River still sees the panic.
+func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
+	job := &rivertype.JobRow{ID: 11, Attempt: 1, MaxAttempts: 3}
+	func() {
+		defer func() {
+			if p := recover(); p != "worker bug" {
+				t.Fatalf("recovered %v, want the worker's panic value", p)
+			}
+		}()
+		_ = r.Work(context.Background(), job, func(context.Context) error { panic("worker bug") })
+	}()
+	if got := r.NextRetry(job).Sub(base); got != time.Second {
+		t.Fatalf("NextRetry after a panic: +%v, want +1s", got)
+	}
+}
+
+// panicPolicy is a foreign Policy with a bug.
+type panicPolicy struct{}
+
+func (panicPolicy) Delay(int, backoff.Source) time.Duration { panic("policy bug") }
+func (panicPolicy) Max() time.Duration                      { return time.Hour }
+func (panicPolicy) String() string                          { panic("string bug") }
+
+// negativePolicy returns nonsense that backoff.Delay clamps.
+type negativePolicy struct{}
+
+func (negativePolicy) Delay(int, backoff.Source) time.Duration { return -time.Hour }
+func (negativePolicy) Max() time.Duration                      { return -time.Hour }
+func (negativePolicy) String() string                          { return "negative" }
+
+func TestBrokenPolicyFallsBack(t *testing.T) {
+	rule, err := backoff.NewRule(panicPolicy{}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newFixed(t, rule, WithFallbackDelay(42*time.Second))
+	job := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
+	_, next, retried := attempt(r, job, errBoom)
+	if !retried || next.Sub(base) != 42*time.Second {
+		t.Fatalf("panicking policy: retried %v at +%v, want a retry at the fallback +42s", retried, next.Sub(base))
+	}
+	// The cap and the permanent mark still apply.
+	job = &rivertype.JobRow{ID: 1, Attempt: 3, MaxAttempts: 3}
+	if _, _, retried := attempt(r, job, errBoom); retried {
+		t.Fatal("panicking policy: attempt 3 of 3 retried, want exhausted")
+	}
+	job = &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
+	if returned, _, _ := attempt(r, job, backoff.Permanent(errBoom)); !errors.As(returned, new(*rivertype.JobCancelError)) {
+		t.Fatalf("panicking policy: permanent error returned %v, want JobCancel", returned)
+	}
+	// Without a captured entry NextRetry uses the policy directly.
+	if got := r.NextRetry(&rivertype.JobRow{ID: 2, Attempt: 2, MaxAttempts: 3}).Sub(base); got != 42*time.Second {
+		t.Fatalf("uncaptured NextRetry with a panicking policy: +%v, want +42s", got)
+	}
+}
+
+// NextRetry never returns a zero time or one before now: not for huge or
+// invalid attempt numbers, not for a nil job, not for a broken policy or
+// key, not for a decision taken long before River asks.
+func TestNextRetryNeverInThePast(t *testing.T) {
+	exp := mustRule(t, backoff.Must(backoff.Exponential(time.Millisecond, 24*time.Hour*365*200)), math.MaxInt)
+	zero := mustRule(t, backoff.Must(backoff.Fixed(0)), math.MaxInt)
+	brokenRule, _ := backoff.NewRule(panicPolicy{}, 5)
+	negRule, _ := backoff.NewRule(negativePolicy{}, 5)
+	rules := map[string]backoff.Rule{"exponential": exp, "zero": zero, "panicking": brokenRule, "negative": negRule}
+	keys := map[string]Option{
+		"default":   nil,
+		"panicking": WithKey(func(*rivertype.JobRow) backoff.Source { panic("key bug") }),
+	}
+	attempts := []int{math.MinInt, -1, 0, 1, 2, 62, 63, 64, 1000, math.MaxInt32, math.MaxInt - 1, math.MaxInt}
+	for rn, rule := range rules {
+		for kn, key := range keys {
+			r, err := New(rule, WithLogger(quietLogs), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, a := range attempts {
+				for _, captured := range []bool{false, true} {
+					job := &rivertype.JobRow{ID: int64(a), Attempt: a, MaxAttempts: math.MaxInt}
+					if captured {
+						_ = r.Work(context.Background(), job, func(context.Context) error { return errBoom })
+						job.MaxAttempts = math.MaxInt // as if River kept it
+					}
+					before := time.Now()
+					got := r.NextRetry(job)
+					if got.IsZero() || got.Before(before) {
+						t.Errorf("rule %s, key %s, attempt %d, captured %v: NextRetry = %v, before now %v", rn, kn, a, captured, got, before)
+					}
+				}
+			}
+		}
+	}
+	r, _ := New(exp, WithLogger(quietLogs))
+	if got := r.NextRetry(nil); got.Before(time.Now()) {
+		t.Errorf("NextRetry(nil) = %v, in the past", got)
+	}
+	// A decision taken an hour before River asks is clamped to now.
+	clock := base
+	r.now = func() time.Time { return clock }
+	job := &rivertype.JobRow{ID: 5, Attempt: 1, MaxAttempts: 5}
+	_ = r.Work(context.Background(), job, func(context.Context) error { return errBoom })
+	clock = base.Add(time.Hour)
+	if got := r.NextRetry(job); got.Before(clock) {
+		t.Errorf("stale decision: NextRetry = %v, before now %v", got, clock)
+	}
+}
+
+// An entry River never asks for (an ErrorHandler cancelled the job, or a
+// worker's own NextRetry answered) expires.
+func TestOrphanedEntriesExpire(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
+	clock := base
+	r.now = func() time.Time { return clock }
+	r.store.now = r.now
+	for id := range int64(100) {
+		_ = r.Work(context.Background(), &rivertype.JobRow{ID: id, Attempt: 1, MaxAttempts: 5}, func(context.Context) error { return errBoom })
+	}
+	if r.Pending() != 100 {
+		t.Fatalf("Pending = %d, want 100 orphans", r.Pending())
+	}
+	clock = clock.Add(entryTTL + time.Second)
+	_ = r.Work(context.Background(), &rivertype.JobRow{ID: 1000, Attempt: 1, MaxAttempts: 5}, func(context.Context) error { return errBoom })
+	if r.Pending() != 1 {
+		t.Fatalf("Pending = %d after the TTL, want only the fresh entry", r.Pending())
+	}
+	// A stale entry for an older attempt of the same job is not used.
+	job := &rivertype.JobRow{ID: 1000, Attempt: 2, MaxAttempts: 5}
+	if got := r.WorkerNextRetry(job); !got.IsZero() {
+		t.Fatalf("WorkerNextRetry for attempt 2 used attempt 1's entry: %v", got)
+	}
+	if r.Pending() != 0 {
+		t.Fatalf("Pending = %d, want 0", r.Pending())
+	}
+}
+
+func TestKindRule(t *testing.T) {
+	slow := mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 10)
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 2), WithKindRule("slow", slow))
+	job := &rivertype.JobRow{ID: 1, Attempt: 5, MaxAttempts: 25, Kind: "slow"}
+	_, next, retried := attempt(r, job, errBoom)
+	if !retried || next.Sub(base) != time.Hour {
+		t.Fatalf("kind rule: retried %v at +%v, want +1h", retried, next.Sub(base))
+	}
+	job = &rivertype.JobRow{ID: 2, Attempt: 2, MaxAttempts: 25, Kind: "other"}
+	if _, _, retried := attempt(r, job, errBoom); retried {
+		t.Fatal("default rule: attempt 2 of 2 retried")
+	}
+	// WorkerNextRetry has no opinion about a job it did not capture.
+	if got := r.WorkerNextRetry(&rivertype.JobRow{ID: 99, Attempt: 1}); !got.IsZero() {
+		t.Fatalf("WorkerNextRetry without a capture = %v, want zero", got)
+	}
+}
+
+func TestInsertMiddlewareSetsCap(t *testing.T) {
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 4),
+		WithKindRule("big", mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 1<<20)))
+	params := []*rivertype.JobInsertParams{{Kind: "a", MaxAttempts: 25}, {Kind: "big", MaxAttempts: 2}, nil}
+	called := false
+	_, err := r.InsertMany(context.Background(), params, func(context.Context) ([]*rivertype.JobInsertResult, error) {
+		called = true
+		return nil, nil
+	})
+	if err != nil || !called {
+		t.Fatalf("InsertMany: %v, inner called %v", err, called)
+	}
+	if params[0].MaxAttempts != 4 || params[1].MaxAttempts != math.MaxInt16 {
+		t.Fatalf("MaxAttempts = %d, %d; want 4 and 32767", params[0].MaxAttempts, params[1].MaxAttempts)
+	}
+}
+
+// recordingObserver records what the middleware reports.
+type recordingObserver struct {
+	mu      sync.Mutex
+	started []observe.Attempt
+	ended   []observe.Result
+	ctxOK   bool
+	panics  bool
+}
+
+type obsKey struct{}
+
+func (o *recordingObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+	o.mu.Lock()
+	o.started = append(o.started, a)
+	o.mu.Unlock()
+	if o.panics {
+		panic("observer bug")
+	}
+	return context.WithValue(ctx, obsKey{}, a.JobID)
+}
+
+func (o *recordingObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.ended = append(o.ended, r)
+	o.ctxOK = ctx.Value(obsKey{}) == a.JobID
+	if o.panics {
+		panic("observer bug")
+	}
+}
+
+func TestObserverReports(t *testing.T) {
+	o := &recordingObserver{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
+	job := &rivertype.JobRow{ID: 77, Attempt: 2, MaxAttempts: 25, Kind: "mail", Queue: "q1", Metadata: []byte(`{"a":"x","n":3}`)}
+	var sawCtx bool
+	_ = r.Work(context.Background(), job, func(ctx context.Context) error {
+		sawCtx = ctx.Value(obsKey{}) == "77"
+		return errBoom
+	})
+	if !sawCtx {
+		t.Error("the worker did not get the context AttemptStarted returned")
+	}
+	a := o.started[0]
+	want := observe.Attempt{System: "river", Queue: "q1", JobID: "77", Kind: "mail", Number: 2, MaxAttempts: 3}
+	a.Carrier, want.Carrier = nil, nil
+	if a != want {
+		t.Errorf("Attempt = %+v, want %+v", a, want)
+	}
+	if c := o.started[0].Carrier; c.Get("a") != "x" || c.Get("n") != "3" || len(c.Keys()) != 2 {
+		t.Errorf("Carrier reads a=%q n=%q keys=%v, want x, 3 and two keys", c.Get("a"), c.Get("n"), c.Keys())
+	}
+	res := o.ended[0]
+	if !errors.Is(res.Err, errBoom) || !res.Decision.Retry() || res.Decision.Delay != time.Second || !res.FireAt.Equal(base.Add(time.Second)) {
+		t.Errorf("Result = %+v, want errBoom, retry after 1s at base+1s", res)
+	}
+	if !o.ctxOK {
+		t.Error("AttemptEnded did not get the context AttemptStarted returned")
+	}
+	if !r.NextRetry(job).Equal(res.FireAt) {
+		t.Errorf("NextRetry %v differs from the reported FireAt %v", r.NextRetry(job), res.FireAt)
+	}
+
+	// The last attempt reports exhausted, a permanent error permanent.
+	job = &rivertype.JobRow{ID: 78, Attempt: 3, MaxAttempts: 25}
+	_ = r.Work(context.Background(), job, func(context.Context) error { return errBoom })
+	job = &rivertype.JobRow{ID: 79, Attempt: 1, MaxAttempts: 25}
+	_ = r.Work(context.Background(), job, func(context.Context) error { return backoff.Permanent(errBoom) })
+	job = &rivertype.JobRow{ID: 80, Attempt: 1, MaxAttempts: 25}
+	_ = r.Work(context.Background(), job, func(context.Context) error { return nil })
+	got := []string{o.ended[1].Outcome(), o.ended[2].Outcome(), o.ended[3].Outcome()}
+	if strings.Join(got, ",") != "exhausted,permanent,success" {
+		t.Errorf("outcomes %v, want exhausted, permanent, success", got)
+	}
+}
+
+func TestObserverPanicsAreRecovered(t *testing.T) {
+	o := &recordingObserver{panics: true}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
+	job := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
+	ran := false
+	err := r.Work(context.Background(), job, func(context.Context) error { ran = true; return errBoom })
+	if !ran || !errors.Is(err, errBoom) {
+		t.Fatalf("with a panicking observer: worker ran %v, returned %v", ran, err)
+	}
+	if got := r.NextRetry(job).Sub(base); got != time.Second {
+		t.Fatalf("NextRetry +%v, want +1s", got)
+	}
+}
+
+// Set outside a work context, or on a reserved key, is ignored rather than
+// reported as set.
+func TestCarrierOutsideWorkContext(t *testing.T) {
+	c := newMetadataCarrier(context.Background(), []byte(`not json`))
+	c.Set("k", "v")
+	if c.Get("k") != "" || len(c.Keys()) != 0 {
+		t.Fatalf("carrier outside a work context kept %q, keys %v", c.Get("k"), c.Keys())
+	}
+}
