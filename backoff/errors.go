@@ -65,11 +65,51 @@ func RetryAfter(err error, d time.Duration) error {
 }
 
 // RetryAfterHint returns the retry-after hint carried by err or any error it
-// wraps, and whether there was one.
+// wraps, and whether there was one. When the error tree holds several hints
+// (errors.Join of two throttled calls, say) it returns the longest, since
+// the next attempt must honour all of them.
 func RetryAfterHint(err error) (time.Duration, bool) {
-	var r *RetryAfterError
-	if errors.As(err, &r) {
-		return max(r.After, 0), true
+	var (
+		best  time.Duration
+		found bool
+	)
+	walkErrors(err, func(e error) {
+		var r *RetryAfterError
+		switch x := e.(type) {
+		case *RetryAfterError:
+			r = x
+		case interface{ As(any) bool }:
+			if !x.As(&r) {
+				return
+			}
+		default:
+			return
+		}
+		if r == nil {
+			return
+		}
+		if !found || r.After > best {
+			best, found = r.After, true
+		}
+	})
+	return max(best, 0), found
+}
+
+// walkErrors calls visit on err and on every error in its tree, depth first,
+// following Unwrap() error and Unwrap() []error as package errors does.
+func walkErrors(err error, visit func(error)) {
+	for err != nil {
+		visit(err)
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			for _, e := range u.Unwrap() {
+				walkErrors(e, visit)
+			}
+			return
+		default:
+			return
+		}
 	}
-	return 0, false
 }

@@ -19,7 +19,7 @@ type FullJitterPolicy struct {
 // inner's delay for the same attempt. It spreads a cohort of jobs that failed
 // together across the whole window, so they do not re-fire as a herd.
 func Jitter(inner Policy) (FullJitterPolicy, error) {
-	if inner == nil {
+	if isNilPolicy(inner) {
 		return FullJitterPolicy{}, errNilInner
 	}
 	return FullJitterPolicy{inner: inner}, nil
@@ -30,7 +30,10 @@ func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
 	if p.inner == nil {
 		return 0
 	}
-	d := Delay(p.inner, attempt, src.sub())
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := delayOf(p.inner, attempt, src.sub())
 	return time.Duration(between(src.uint64(attempt), 0, int64(d)))
 }
 
@@ -52,7 +55,7 @@ type EqualJitterPolicy struct {
 // EqualJitter wraps inner in equal jitter: each delay is at least half of
 // inner's delay and at most all of it.
 func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
-	if inner == nil {
+	if isNilPolicy(inner) {
 		return EqualJitterPolicy{}, errNilInner
 	}
 	return EqualJitterPolicy{inner: inner}, nil
@@ -63,7 +66,10 @@ func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
 	if p.inner == nil {
 		return 0
 	}
-	d := int64(Delay(p.inner, attempt, src.sub()))
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := int64(delayOf(p.inner, attempt, src.sub()))
 	half := d / 2
 	return time.Duration(half + between(src.uint64(attempt), 0, d-half))
 }
@@ -81,8 +87,9 @@ func (p EqualJitterPolicy) String() string { return "equal(" + stringOf(p.inner)
 // uniform in [d*(1-f), d*(1+f)], clipped to the inner policy's maximum so the
 // wrapper never exceeds it. Build it with [Proportional].
 type ProportionalPolicy struct {
-	f     float64
-	inner Policy
+	f        float64
+	inner    Policy
+	innerMax time.Duration // maxOf(inner), fixed at construction
 }
 
 // Proportional wraps inner in proportional jitter of fraction f, which must be
@@ -92,10 +99,10 @@ func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 	if !(f > 0 && f <= 1) { // also rejects NaN
 		return ProportionalPolicy{}, fmt.Errorf("backoff: jitter fraction %v is outside (0, 1]", f)
 	}
-	if inner == nil {
+	if isNilPolicy(inner) {
 		return ProportionalPolicy{}, errNilInner
 	}
-	return ProportionalPolicy{f: f, inner: inner}, nil
+	return ProportionalPolicy{f: f, inner: inner, innerMax: maxOf(inner)}, nil
 }
 
 // Delay returns a uniform draw in [d*(1-f), min(d*(1+f), inner.Max())].
@@ -103,12 +110,15 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 	if p.inner == nil {
 		return 0
 	}
-	d := int64(Delay(p.inner, attempt, src.sub()))
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := int64(delayOf(p.inner, attempt, src.sub()))
 	spread := d
 	if x := float64(d) * p.f; x < float64(d) && x >= 0 {
 		spread = int64(x)
 	}
-	hi := int64(maxOf(p.inner))
+	hi := int64(p.innerMax)
 	if spread < hi-d {
 		hi = d + spread
 	}
@@ -116,7 +126,7 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 }
 
 // Max returns the inner policy's maximum.
-func (p ProportionalPolicy) Max() time.Duration { return maxOf(p.inner) }
+func (p ProportionalPolicy) Max() time.Duration { return p.innerMax }
 
 // Fraction returns the jitter fraction f.
 func (p ProportionalPolicy) Fraction() float64 { return p.f }
@@ -144,10 +154,13 @@ const decorrelatedWindow = 32
 // Engines hand a retry policy an attempt number, not the previous delay, so
 // the recurrence is computed statelessly: Delay(n) replays the draws of
 // attempts 1..n from the Source, each draw keyed by its own attempt. With a
-// keyed Source the whole chain is reproducible, so Delay(n) is exactly the
-// value that follows Delay(n-1). To bound the cost, only the last 32 steps
-// are replayed; beyond attempt 32 the replay starts from prev = cap, which is
-// where the chain sits once it has grown.
+// keyed Source the chain is reproducible, and for n up to 32 Delay(n) is
+// exactly the value that follows Delay(n-1) in one chain. To bound the cost
+// (at most 32 draws a call), a later attempt replays only its last 32 steps,
+// starting from prev = cap. The replay is monotone in prev, so it meets the
+// full chain the first time that chain reaches the cap within those steps;
+// after that the two are equal. Whatever the start, every draw follows the
+// recurrence and every delay lies in [base, cap].
 func Decorrelated(base, cap time.Duration) (DecorrelatedPolicy, error) {
 	if base <= 0 {
 		return DecorrelatedPolicy{}, fmt.Errorf("backoff: decorrelated base %s is not positive, want > 0", base)
@@ -191,8 +204,22 @@ func (p DecorrelatedPolicy) String() string {
 	return "decorrelated(" + formatDuration(p.base) + ", " + formatDuration(p.cap) + ")"
 }
 
+// isNilPolicy reports whether p holds no policy: nil itself, or a [Spec]
+// (or *Spec) that holds none.
+func isNilPolicy(p Policy) bool {
+	switch s := p.(type) {
+	case nil:
+		return true
+	case Spec:
+		return isNilPolicy(s.Policy)
+	case *Spec:
+		return s == nil || isNilPolicy(s.Policy)
+	}
+	return false
+}
+
 func maxOf(p Policy) time.Duration {
-	if p == nil {
+	if isNilPolicy(p) {
 		return 0
 	}
 	return max(p.Max(), 0)

@@ -28,20 +28,51 @@ type Policy interface {
 // curve of its own. It guards against foreign Policy implementations too:
 // the result is clamped to [0, p.Max()], and a nil policy gives 0.
 func Delay(p Policy, attempt int, src Source) time.Duration {
-	if p == nil {
-		return 0
-	}
 	if attempt < 1 {
 		attempt = 1
+	}
+	return delayOf(p, attempt, src)
+}
+
+// delayOf is Delay for attempt >= 1. The package's own policies keep their
+// range by construction (the tests prove it), so they are called directly,
+// without an interface call and without re-clamping; anything else goes
+// through the guard.
+func delayOf(p Policy, attempt int, src Source) time.Duration {
+	switch q := p.(type) {
+	case ExponentialPolicy:
+		return q.Delay(attempt, src)
+	case FullJitterPolicy:
+		return q.Delay(attempt, src)
+	case ProportionalPolicy:
+		return q.Delay(attempt, src)
+	case FixedPolicy:
+		return q.d
+	case LinearPolicy:
+		return q.Delay(attempt, src)
+	case EqualJitterPolicy:
+		return q.Delay(attempt, src)
+	case DecorrelatedPolicy:
+		return q.Delay(attempt, src)
+	case Spec:
+		return delayOf(q.Policy, attempt, src)
+	case nil:
+		return 0
+	}
+	return guardedDelay(p, attempt, src)
+}
+
+// guardedDelay calls a policy this package does not know and clamps what it
+// returns to [0, Max()].
+func guardedDelay(p Policy, attempt int, src Source) time.Duration {
+	if isNilPolicy(p) {
+		return 0
 	}
 	d := p.Delay(attempt, src)
 	if m := p.Max(); d > m {
 		d = m
 	}
-	if d < 0 {
-		d = 0
-	}
-	return d
+	return max(d, 0)
 }
 
 // Must returns p, or panics if err is not nil. It is meant for package-level
@@ -161,8 +192,13 @@ func (p LinearPolicy) Delay(attempt int, _ Source) time.Duration {
 	return p.base + p.step*time.Duration(n)
 }
 
-// Max returns the cap.
-func (p LinearPolicy) Max() time.Duration { return max(p.cap, 0) }
+// Max returns the cap, or base when step is 0 and the curve stays flat.
+func (p LinearPolicy) Max() time.Duration {
+	if p.step <= 0 {
+		return max(min(p.base, p.cap), 0)
+	}
+	return max(p.cap, 0)
+}
 
 // String returns "linear(BASE, STEP, CAP)".
 func (p LinearPolicy) String() string {

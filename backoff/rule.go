@@ -53,9 +53,9 @@ type Rule struct {
 
 // NewRule combines a policy with MaxAttempts, the number of runs a job gets
 // in total including the first (MaxAttempts 1 never retries). p must not be
-// nil and maxAttempts must be at least 1.
+// nil (nor an empty [Spec]) and maxAttempts must be at least 1.
 func NewRule(p Policy, maxAttempts int) (Rule, error) {
-	if p == nil {
+	if isNilPolicy(p) {
 		return Rule{}, fmt.Errorf("backoff: rule policy is nil, want a policy")
 	}
 	if maxAttempts < 1 {
@@ -128,11 +128,12 @@ type Step struct {
 
 // Schedule tables the first n delays of p for src: attempts 1..n. With a
 // keyed Source it is the exact schedule one job will follow. n below 1 gives
-// an empty table.
+// an empty table, and n above MaxScheduleSteps gives MaxScheduleSteps rows.
 func Schedule(p Policy, src Source, n int) []Step {
 	if n < 1 {
 		return nil
 	}
+	n = min(n, MaxScheduleSteps)
 	steps := make([]Step, n)
 	var total time.Duration
 	for i := range steps {
@@ -146,5 +147,9 @@ func Schedule(p Policy, src Source, n int) []Step {
 	}
 	return steps
 }
+
+// MaxScheduleSteps is the most rows [Schedule] returns. It is far beyond
+// any real attempts cap and keeps a mistaken n from allocating without bound.
+const MaxScheduleSteps = 100_000
 
 const maxDuration = time.Duration(1<<63 - 1)

@@ -49,9 +49,15 @@ func (e *SyntaxError) Error() string {
 }
 
 type parser struct {
-	src string
-	pos int
+	src   string
+	pos   int
+	depth int
 }
+
+// maxNesting bounds how deeply Parse lets policies nest. Real policies nest
+// two or three deep; the bound keeps hostile input from recursing without
+// limit.
+const maxNesting = 32
 
 func (p *parser) space() {
 	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t' || p.src[p.pos] == '\n' || p.src[p.pos] == '\r') {
@@ -98,6 +104,12 @@ const policyNames = "fixed, exponential, linear, decorrelated, jitter, equal or 
 
 func (p *parser) policy() (Policy, error) {
 	p.space()
+	if p.depth >= maxNesting {
+		return nil, &SyntaxError{Input: p.src, Offset: p.pos,
+			Msg: fmt.Sprintf("policies nest more than %d deep, want at most %d", maxNesting, maxNesting)}
+	}
+	p.depth++
+	defer func() { p.depth-- }()
 	name, at := p.token()
 	if name == "" {
 		return nil, p.errorf("a policy name (%s)", policyNames)
@@ -171,7 +183,7 @@ func (p *parser) policy() (Policy, error) {
 		err = p.call(func() error {
 			tok, at := p.token()
 			f, ferr := strconv.ParseFloat(tok, 64)
-			if ferr != nil || tok == "" {
+			if ferr != nil || tok == "" || !(f > 0 && f <= 1) {
 				p.pos = at
 				return p.errorf("a fraction in (0, 1]")
 			}
@@ -183,9 +195,6 @@ func (p *parser) policy() (Policy, error) {
 				return err
 			}
 			pol, err = Proportional(f, inner)
-			if err != nil {
-				p.pos = at
-			}
 			return err
 		})
 	default:
@@ -260,7 +269,10 @@ func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) 
 //	spec := backoff.Spec{Policy: def}
 //	flag.Var(&spec, "retry", "retry policy, e.g. jitter(exponential(100ms, 10s))")
 //
-// A Spec is itself a Policy; the zero Spec waits 0.
+// A Spec is itself a Policy; the zero Spec waits 0, and [NewRule] and the
+// jitter wrappers refuse it as they refuse nil. The zero Spec marshals to ""
+// but "" does not unmarshal (it names no policy), so leave an unset Spec out
+// of JSON with the omitzero option.
 type Spec struct {
 	Policy
 }
@@ -294,6 +306,9 @@ func (s *Spec) UnmarshalText(b []byte) error {
 
 // Set parses a policy into s, for flag.Value.
 func (s *Spec) Set(v string) error { return s.UnmarshalText([]byte(v)) }
+
+// Get returns the held policy, for flag.Getter.
+func (s *Spec) Get() any { return s.Policy }
 
 // unmarshalAs parses b into *dst, which must be the policy type the text
 // names.
