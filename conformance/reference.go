@@ -40,6 +40,8 @@ const (
 	faultRetryPermanent       // retries errors marked backoff.Permanent
 	faultIgnoreHint           // ignores backoff.RetryAfter hints
 	faultDropPanicked         // loses a job whose handler panicked
+	faultMangle               // hands the handler a changed payload
+	faultSmear                // spreads retries by itself, as a slow engine would
 )
 
 // Reference returns the reference harness on the real clock. It declares
@@ -186,7 +188,12 @@ func (e *refEngine) run(j *refJob) {
 	if e.h.fault == faultAttemptOffBy1 {
 		reported = n - 1
 	}
-	panicked, err := e.call(Job{ID: j.id, Attempt: reported, Payload: bytes.Clone(j.payload)})
+	payload := bytes.Clone(j.payload)
+	if e.h.fault == faultMangle {
+		payload = append(payload, ' ')
+		payload[0] = '['
+	}
+	panicked, err := e.call(Job{ID: j.id, Attempt: reported, Payload: payload})
 	delay, retry := e.h.hook(e.cfg.Rule, j.id, n, err)
 
 	e.mu.Lock()
@@ -208,6 +215,10 @@ func (e *refEngine) run(j *refJob) {
 		delay /= 2
 	case faultLate:
 		delay += 2*e.h.Limits().Lateness + 5*time.Millisecond
+	case faultSmear:
+		window, _, _ := herdWindow(e.h.Limits())
+		id, _ := strconv.Atoi(j.id)
+		delay += window * time.Duration(id%10) / 10
 	}
 	e.wg.Add(1)
 	var tm *time.Timer
