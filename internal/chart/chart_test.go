@@ -225,6 +225,39 @@ func TestWriteSVGWriteError(t *testing.T) {
 	}
 }
 
+func TestLabelEvery(t *testing.T) {
+	tests := []struct{ buckets, slots, want int }{
+		{1, 9, 1},
+		{8, 9, 1},  // 9 labels fit
+		{9, 9, 2},  // 10 would not
+		{20, 9, 5}, // every 2 gives 11, every 5 gives 0, 5, 10, 15, 20
+		{200, 9, 25},
+		{7, 0, 10}, // one slot: only the first edge
+	}
+	for _, tt := range tests {
+		if got := labelEvery(tt.buckets, tt.slots); got != tt.want {
+			t.Errorf("labelEvery(%d, %d) = %d, want %d", tt.buckets, tt.slots, got, tt.want)
+		}
+	}
+}
+
+func TestWriteSVGGuide(t *testing.T) {
+	h := sample()
+	h.Panels[1].GuideLabel, h.Panels[1].Guide = "mean 3", 3
+	var buf bytes.Buffer
+	if err := h.WriteSVG(&buf); err != nil {
+		t.Fatal(err)
+	}
+	walk(t, buf.Bytes())
+	if n := strings.Count(buf.String(), `class="guide"`); n != 1 {
+		t.Errorf("%d guide lines, want 1 (only the panel that asked)", n)
+	}
+	y := num(figTitleH + panelHeight + panelTitleH + plotHeight - 3.0/10*plotHeight)
+	if !strings.Contains(buf.String(), `y1="`+y+`"`) || !strings.Contains(buf.String(), ">mean 3</text>") {
+		t.Errorf("guide line at y=%s labelled \"mean 3\" not found", y)
+	}
+}
+
 func TestEscDropsInvalidXMLChars(t *testing.T) {
 	if got := esc("a\x00b\x1bc\td"); got != "abc\td" {
 		t.Errorf("esc = %q", got)

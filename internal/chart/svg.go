@@ -35,6 +35,11 @@ type Panel struct {
 	// Color is the bars' CSS fill colour; empty picks one from a palette
 	// by the panel's position.
 	Color string
+	// GuideLabel, when not empty, draws a dashed horizontal line across the
+	// panel at value Guide (such as the mean), labelled GuideLabel.
+	GuideLabel string
+	// Guide is the value of the guide line.
+	Guide float64
 }
 
 var palette = [...]string{"#c0392b", "#2471a3", "#1e8449", "#7d3c98"}
@@ -90,7 +95,7 @@ func (h Histogram) WriteSVG(w io.Writer) error {
 	if barW >= 4 {
 		inset = 1
 	}
-	every := int(math.Ceil(float64(nb) / math.Max(1, math.Floor(plotWidth/minTickSpace))))
+	every := labelEvery(nb, plotWidth/minTickSpace)
 
 	for pi, p := range h.Panels {
 		color := p.Color
@@ -118,6 +123,14 @@ func (h Histogram) WriteSVG(w io.Writer) error {
 			fmt.Fprintf(&b, `<rect class="bar" x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s–%s: %s</title></rect>`+"\n",
 				num(x), num(plotBottom-bh), num(math.Max(barW-2*inset, 0.5)), num(bh), esc(color),
 				esc(h.Edges[i]), esc(h.Edges[i+1]), num(c))
+		}
+
+		if p.GuideLabel != "" {
+			y := plotBottom - math.Min(p.Guide, top)/top*plotHeight
+			fmt.Fprintf(&b, `<line class="guide" x1="%d" y1="%s" x2="%d" y2="%s" stroke="#1b1b1b" stroke-dasharray="5 4"/>`+"\n",
+				marginLeft, num(y), marginLeft+plotWidth, num(y))
+			fmt.Fprintf(&b, `<text class="guide-label" x="%d" y="%s" text-anchor="end" fill="#1b1b1b">%s</text>`+"\n",
+				marginLeft+plotWidth, num(y-4), esc(p.GuideLabel))
 		}
 
 		// Axes, x ticks and their labels.
@@ -152,6 +165,9 @@ func (h Histogram) validate() error {
 		if len(p.Counts) != len(h.Edges)-1 {
 			return fmt.Errorf("chart: panel %d has %d counts for %d buckets, want one per bucket", i, len(p.Counts), len(h.Edges)-1)
 		}
+		if p.GuideLabel != "" && (p.Guide < 0 || math.IsNaN(p.Guide) || math.IsInf(p.Guide, 0)) {
+			return fmt.Errorf("chart: panel %d guide is %v, want a finite value >= 0", i, p.Guide)
+		}
 		for j, c := range p.Counts {
 			if c < 0 || math.IsNaN(c) || math.IsInf(c, 0) {
 				return fmt.Errorf("chart: panel %d bucket %d has count %v, want a finite value >= 0", i, j, c)
@@ -159,6 +175,20 @@ func (h Histogram) validate() error {
 		}
 	}
 	return nil
+}
+
+// labelEvery returns how many edges apart x tick labels go so that at most
+// slots of them fit: a round step (1, 2, 5, 10, 20, 25, 50 ...) so that the
+// labelled edges read as round values.
+func labelEvery(buckets, slots int) int {
+	slots = max(slots, 1)
+	for m := 1; ; m *= 10 {
+		for _, f := range []int{1, 2, 5, 10, 20, 25, 50} {
+			if every := f * m; (buckets+every)/every <= slots || every >= buckets {
+				return every
+			}
+		}
+	}
 }
 
 // yScale picks a tick step of 1, 2 or 5 times a power of ten giving about
