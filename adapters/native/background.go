@@ -1,0 +1,178 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/backoff"
+)
+
+// listen blocks on the queue's marker while the fetch loop is idle and
+// wakes it when a job is enqueued, promoted or rescheduled. The block is a
+// fractional BZPOPMIN sent with Do: go-redis's typed call rounds timeouts to
+// whole seconds. Precise fire times come from the fetch loop's own timer,
+// not from this block, whose timeout Redis checks only at its hz rate.
+func (w *Worker) listen() {
+	defer w.bg.Done()
+	secs := strconv.FormatFloat(w.block.Seconds(), 'f', 3, 64)
+	failures := 0
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-w.listenReq:
+		}
+		for w.waiting.Load() {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			err := w.q.rdb.Do(context.Background(), "BZPOPMIN", w.q.keys.marker, secs).Err()
+			if errors.Is(err, redis.Nil) {
+				continue // timed out: block again while still idle
+			}
+			if err != nil {
+				failures++
+				w.report(fmt.Errorf("native: wait for jobs on queue %q (retry %d): %w", w.q.name, failures, err))
+				if !w.sleep(backoff.Delay(w.reconnect, failures, backoff.Source{}), w.stop) {
+					return
+				}
+				continue
+			}
+			failures = 0
+			if w.waiting.Load() {
+				select {
+				case w.wake <- struct{}{}:
+				default:
+				}
+			} else {
+				// The fetch loop got busy meanwhile: pass the wake-up on
+				// to another idle worker.
+				w.q.rdb.ZAdd(context.Background(), w.q.keys.marker, redis.Z{Score: 0, Member: "w"})
+			}
+			break
+		}
+	}
+}
+
+// renewLoop renews the leases of running jobs every third of the lease. A
+// job whose lease was lost (reclaimed after an outage) has its handler's
+// context cancelled with ErrLeaseLost.
+func (w *Worker) renewLoop() {
+	defer w.bg.Done()
+	t := time.NewTicker(w.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.bgStop:
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		args := make([]any, 0, 1+2*len(w.running))
+		args = append(args, w.lease.Milliseconds())
+		for _, rj := range w.running {
+			args = append(args, rj.id, rj.token)
+		}
+		w.mu.Unlock()
+		if len(args) == 1 {
+			continue
+		}
+		k := w.q.keys
+		const chunk = 2 * 500
+		for lo := 1; lo < len(args); lo += chunk {
+			hi := min(lo+chunk, len(args))
+			batch := append([]any{args[0]}, args[lo:hi]...)
+			res, err := scriptExtend.Run(context.Background(), w.q.rdb, []string{k.active, k.leases}, batch...).Slice()
+			if err != nil {
+				w.report(fmt.Errorf("native: renew leases on queue %q: %w", w.q.name, err))
+				break
+			}
+			for i, v := range res {
+				if parseInt(v) == 1 {
+					continue
+				}
+				id, token := fmt.Sprint(batch[1+2*i]), fmt.Sprint(batch[2+2*i])
+				w.mu.Lock()
+				if rj := w.running[token]; rj != nil && rj.cancel != nil {
+					rj.cancel(ErrLeaseLost)
+				}
+				w.mu.Unlock()
+				w.report(fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id))
+			}
+		}
+	}
+}
+
+// reclaimLoop looks for jobs whose lease expired and fails each through the
+// fail script: the lost attempt counts and the job waits its backoff, so a
+// job that keeps killing its workers still stops at its cap.
+func (w *Worker) reclaimLoop() {
+	defer w.bg.Done()
+	t := time.NewTicker(w.reclaim)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.bgStop:
+			return
+		case <-t.C:
+		}
+		for {
+			n, err := w.reclaimOnce(context.Background(), 100)
+			if err != nil {
+				w.report(fmt.Errorf("native: reclaim expired leases on queue %q: %w", w.q.name, err))
+				break
+			}
+			if n < 100 {
+				break
+			}
+		}
+	}
+}
+
+// reclaimOnce reclaims up to limit expired leases and returns how many it
+// found.
+func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
+	k := w.q.keys
+	res, err := scriptReclaim.Run(ctx, w.q.rdb, []string{k.active, k.leases, k.attempts}, limit).Slice()
+	if err != nil {
+		return 0, err
+	}
+	type expired struct {
+		id, token string
+		attempt   int
+	}
+	var list []expired
+	for i := 0; i+2 < len(res); i += 3 {
+		list = append(list, expired{fmt.Sprint(res[i]), fmt.Sprint(res[i+1]), int(parseInt(res[i+2]))})
+	}
+	if len(list) == 0 {
+		return 0, nil
+	}
+	maxes := make([]*redis.StringCmd, len(list))
+	if _, err := w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, e := range list {
+			maxes[i] = p.HGet(ctx, k.job(e.id), "max")
+		}
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, err
+	}
+	for i, e := range list {
+		maxAtt := int(parseInt(maxes[i].Val()))
+		if maxAtt < 1 {
+			maxAtt = w.rule.MaxAttempts()
+		}
+		d := w.decide(e.id, max(e.attempt, 1), maxAtt, ErrLeaseExpired)
+		if _, err := w.fail(ctx, e.id, e.token, d, maxAtt, ErrLeaseExpired.Error(), "", true); err != nil {
+			return 0, err
+		}
+	}
+	return len(list), nil
+}

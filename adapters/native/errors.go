@@ -1,0 +1,47 @@
+package native
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrJobExists is returned by [Queue.Enqueue] when a job with the
+	// requested ID already exists in the queue.
+	ErrJobExists = errors.New("native: a job with this ID already exists in the queue")
+	// ErrNotFound is returned for a job ID the queue does not know (never
+	// enqueued, or a completed job whose retention has passed).
+	ErrNotFound = errors.New("native: no such job in the queue")
+	// ErrLeaseLost means a worker tried to finish or renew a job it no
+	// longer holds: its lease expired and the job was reclaimed, so the
+	// newer state stands and the call changed nothing.
+	ErrLeaseLost = errors.New("native: lease lost: the job was reclaimed from this worker")
+	// ErrLeaseExpired is the error recorded for an attempt whose worker
+	// stopped renewing its lease (it crashed, hung or lost Redis). The
+	// attempt counts, and the job waits its backoff like any failure.
+	ErrLeaseExpired = errors.New("native: lease expired: the worker stopped renewing it (crashed, hung or cut off)")
+)
+
+// PayloadTooLargeError is returned by [Queue.Enqueue] for a payload above
+// the queue's limit (see [WithMaxPayload]).
+type PayloadTooLargeError struct {
+	// Size is the payload's size in bytes.
+	Size int
+	// Limit is the queue's limit in bytes.
+	Limit int
+}
+
+func (e *PayloadTooLargeError) Error() string {
+	return fmt.Sprintf("native: payload is %d bytes, above the queue's limit of %d bytes (raise it with WithMaxPayload)", e.Size, e.Limit)
+}
+
+// PanicError is the error of an attempt whose handler panicked. The panic
+// counts as a failed attempt.
+type PanicError struct {
+	// Value is what the handler panicked with.
+	Value any
+	// Stack is the goroutine's stack at the panic.
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("native: handler panicked: %v", e.Value) }

@@ -1,0 +1,177 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// State is where a job is in its life.
+type State int
+
+const (
+	// StateWaiting means the job waits in the wait list for a free worker.
+	StateWaiting State = iota + 1
+	// StateActive means a worker holds the job's lease and runs it.
+	StateActive
+	// StateDelayed means the job waits for its fire time: a first run
+	// enqueued with a delay, or a retry waiting its backoff.
+	StateDelayed
+	// StateCompleted means an attempt succeeded.
+	StateCompleted
+	// StateFailed means the job gave up for good: attempts exhausted or a
+	// permanent error.
+	StateFailed
+)
+
+// String returns "waiting", "active", "delayed", "completed" or "failed".
+func (s State) String() string {
+	switch s {
+	case StateWaiting:
+		return "waiting"
+	case StateActive:
+		return "active"
+	case StateDelayed:
+		return "delayed"
+	case StateCompleted:
+		return "completed"
+	case StateFailed:
+		return "failed"
+	}
+	return fmt.Sprintf("State(%d)", int(s))
+}
+
+// JobInfo is what the inspector knows of one job.
+type JobInfo struct {
+	// ID is the job's ID.
+	ID string
+	// Name is the job's name, "" if it has none.
+	Name string
+	// State is where the job is.
+	State State
+	// Attempts is the number of attempts started so far (for a finished
+	// job, the number it took).
+	Attempts int
+	// MaxAttempts is the job's own cap, 0 when the worker's rule decides.
+	MaxAttempts int
+	// LastError is the error text of the last failed attempt, "" if none.
+	LastError string
+	// NextFireAt is when a delayed job becomes due, by the server's clock;
+	// zero unless State is StateDelayed.
+	NextFireAt time.Time
+	// LeaseDeadline is when an active job's lease runs out unless renewed;
+	// zero unless State is StateActive.
+	LeaseDeadline time.Time
+	// CreatedAt is when the job was enqueued, by the server's clock.
+	CreatedAt time.Time
+	// FinishedAt is when the job completed or failed for good.
+	FinishedAt time.Time
+	// Payload is the job's payload.
+	Payload []byte
+	// Metadata is the job's persisted metadata.
+	Metadata map[string]string
+}
+
+// Job returns what the queue knows of the job with the given ID, or an
+// error wrapping [ErrNotFound].
+func (q *Queue) Job(ctx context.Context, id string) (JobInfo, error) {
+	k := q.keys
+	var (
+		hash                          *redis.MapStringStringCmd
+		active, delayed, failed, done *redis.FloatCmd
+		attempts                      *redis.StringCmd
+	)
+	// One transaction: all keys share the queue's slot, and the answers
+	// describe a single instant.
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		hash = p.HGetAll(ctx, k.job(id))
+		active = p.ZScore(ctx, k.active, id)
+		delayed = p.ZScore(ctx, k.delayed, id)
+		failed = p.ZScore(ctx, k.failed, id)
+		done = p.ZScore(ctx, k.completed, id)
+		attempts = p.HGet(ctx, k.attempts, id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return JobInfo{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
+	}
+	h := hash.Val()
+	if len(h) == 0 {
+		return JobInfo{}, fmt.Errorf("%w (queue %q, ID %q)", ErrNotFound, q.name, id)
+	}
+	info := JobInfo{
+		ID:          id,
+		Name:        h["name"],
+		MaxAttempts: int(parseInt(h["max"])),
+		LastError:   h["err"],
+		Payload:     []byte(h["payload"]),
+		Metadata:    decodeMeta(h["meta"]),
+		CreatedAt:   msTime(h["created"]),
+		FinishedAt:  msTime(h["finished"]),
+		Attempts:    int(parseInt(h["attempts"])),
+	}
+	if a, err := attempts.Result(); err == nil {
+		info.Attempts = int(parseInt(a))
+	}
+	switch {
+	case active.Err() == nil:
+		info.State = StateActive
+		info.LeaseDeadline = time.UnixMilli(int64(active.Val()))
+	case delayed.Err() == nil:
+		info.State = StateDelayed
+		info.NextFireAt = time.UnixMilli(int64(delayed.Val()) / 0x1000)
+	case failed.Err() == nil:
+		info.State = StateFailed
+	case done.Err() == nil || h["finished"] != "":
+		info.State = StateCompleted
+	default:
+		info.State = StateWaiting
+	}
+	return info, nil
+}
+
+func msTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	return time.UnixMilli(parseInt(s))
+}
+
+// Counts is how many jobs a queue holds in each state.
+type Counts struct {
+	Waiting, Active, Delayed, Completed, Failed int64
+}
+
+// Counts returns how many jobs the queue holds in each state. Completed
+// counts the jobs still within retention.
+func (q *Queue) Counts(ctx context.Context) (Counts, error) {
+	k := q.keys
+	var w, a, d, c, f *redis.IntCmd
+	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		w = p.LLen(ctx, k.wait)
+		a = p.ZCard(ctx, k.active)
+		d = p.ZCard(ctx, k.delayed)
+		c = p.ZCard(ctx, k.completed)
+		f = p.ZCard(ctx, k.failed)
+		return nil
+	})
+	if err != nil {
+		return Counts{}, fmt.Errorf("native: count jobs on queue %q: %w", q.name, err)
+	}
+	return Counts{Waiting: w.Val(), Active: a.Val(), Delayed: d.Val(), Completed: c.Val(), Failed: f.Val()}, nil
+}
+
+// Promote moves every due delayed job (up to 1000 per call) to the wait
+// list and returns how many moved. Workers do this on every fetch; Promote
+// is for tools and tests that want the sweep without a worker.
+func (q *Queue) Promote(ctx context.Context) (int, error) {
+	k := q.keys
+	res, err := scriptPromote.Run(ctx, q.rdb, []string{k.delayed, k.wait, k.marker}).Slice()
+	if err != nil {
+		return 0, fmt.Errorf("native: promote on queue %q: %w", q.name, err)
+	}
+	return int(parseInt(res[0])), nil
+}

@@ -1,0 +1,74 @@
+package native
+
+import (
+	"fmt"
+	"strings"
+)
+
+// keys names every Redis key of one queue. All of them share the hash tag
+// {queue}, so a queue lives in one Cluster slot and each script can touch
+// all of its keys.
+type keys struct {
+	base      string // "<prefix>:{<queue>}:"
+	wait      string // LIST of job IDs, run front to back
+	active    string // ZSET id -> lease deadline (ms, server clock)
+	delayed   string // ZSET id -> fire_ms*0x1000 + seq
+	failed    string // ZSET id -> finish time (ms)
+	completed string // ZSET id -> finish time (ms), trimmed by retention
+	attempts  string // HASH id -> attempts started, for jobs not yet finished
+	leases    string // HASH id -> token of the current reservation
+	marker    string // ZSET wake-up marker idle workers block on
+	counter   string // STRING counter: lease tokens and delayed sequence
+}
+
+func newKeys(prefix, queue string) keys {
+	base := prefix + ":{" + escapeTag(queue) + "}:"
+	return keys{
+		base:      base,
+		wait:      base + "wait",
+		active:    base + "active",
+		delayed:   base + "delayed",
+		failed:    base + "failed",
+		completed: base + "completed",
+		attempts:  base + "attempts",
+		leases:    base + "leases",
+		marker:    base + "marker",
+		counter:   base + "counter",
+	}
+}
+
+// job returns the key of one job's hash.
+func (k keys) job(id string) string { return k.base + "job:" + id }
+
+// escapeTag makes a queue name safe inside a hash tag: Redis Cluster takes
+// the tag up to the first '}', so '{', '}' and the escape character '%'
+// are percent-encoded. Distinct names stay distinct; names without those
+// characters are kept as they are.
+func escapeTag(s string) string {
+	if !strings.ContainsAny(s, "{}%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '{', '}', '%':
+			fmt.Fprintf(&b, "%%%02X", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func validateNames(prefix, queue string) error {
+	if queue == "" {
+		return fmt.Errorf("native: queue name is empty, want a name such as %q", "emails")
+	}
+	if prefix == "" {
+		return fmt.Errorf("native: key prefix is empty, want a prefix such as %q", DefaultPrefix)
+	}
+	if strings.ContainsAny(prefix, "{}") {
+		return fmt.Errorf("native: key prefix %q contains '{' or '}', which would move the queue's Cluster hash tag; want a prefix without braces", prefix)
+	}
+	return nil
+}

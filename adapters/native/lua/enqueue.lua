@@ -1,0 +1,24 @@
+-- enqueue: adds one job, to the wait list or, with a delay, to the delayed set.
+-- KEYS: 1 job hash, 2 wait, 3 delayed, 4 marker, 5 counter
+-- ARGV: 1 id, 2 payload, 3 name, 4 max attempts (0 = the worker's rule),
+--       5 delay ms, 6 metadata (JSON)
+-- Returns {0} when the ID is taken, {1, created_ms} when waiting,
+-- {2, fire_ms} when delayed.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return {0}
+end
+local us = now_us()
+local created = math.floor(us / 1000)
+redis.call('HSET', KEYS[1], 'payload', ARGV[2], 'name', ARGV[3], 'max', ARGV[4],
+  'meta', ARGV[6], 'created', num(created))
+local delay = tonumber(ARGV[5])
+if delay > 0 then
+  local fire = fire_ms(us, delay)
+  redis.call('ZADD', KEYS[3], num(delayed_score(fire, KEYS[5])), ARGV[1])
+  redis.call('HSET', KEYS[1], 'fire', num(fire))
+  wake(KEYS[4])
+  return {2, num(fire)}
+end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+wake(KEYS[4])
+return {1, num(created)}

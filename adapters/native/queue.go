@@ -1,0 +1,245 @@
+package native
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// DefaultPrefix is the key prefix used unless [WithPrefix] says otherwise.
+const DefaultPrefix = "rebound"
+
+// DefaultMaxPayload is the payload limit used unless [WithMaxPayload] says
+// otherwise: 1 MiB.
+const DefaultMaxPayload = 1 << 20
+
+// A Queue is one named queue on the user's Redis: the producer and the
+// inspector, and what workers are built on. It is safe for concurrent use.
+type Queue struct {
+	rdb        redis.UniversalClient
+	name       string
+	prefix     string
+	keys       keys
+	maxPayload int
+	keepFor    time.Duration
+	keepMost   int
+}
+
+// A QueueOption configures a [Queue].
+type QueueOption func(*Queue) error
+
+// WithPrefix sets the prefix of every key of the queue (default
+// [DefaultPrefix]). Keys are "<prefix>:{<queue>}:...". The prefix must not
+// contain '{' or '}'.
+func WithPrefix(prefix string) QueueOption {
+	return func(q *Queue) error { q.prefix = prefix; return nil }
+}
+
+// WithMaxPayload sets the largest payload, in bytes, Enqueue accepts
+// (default [DefaultMaxPayload]). n must be positive.
+func WithMaxPayload(n int) QueueOption {
+	return func(q *Queue) error {
+		if n <= 0 {
+			return fmt.Errorf("native: payload limit %d is not positive, want a size in bytes > 0", n)
+		}
+		q.maxPayload = n
+		return nil
+	}
+}
+
+// WithCompletedRetention sets how long completed jobs stay visible to the
+// inspector (default 24h) and how many at most are listed in the completed
+// set (default 10000; -1 for no count limit). A completed job's hash expires
+// after keepFor.
+func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
+	return func(q *Queue) error {
+		if keepFor < time.Millisecond {
+			return fmt.Errorf("native: completed retention %s is below 1ms, want a positive duration", keepFor)
+		}
+		if most < -1 {
+			return fmt.Errorf("native: completed count limit %d is invalid, want >= 0 or -1 for no limit", most)
+		}
+		q.keepFor, q.keepMost = keepFor, most
+		return nil
+	}
+}
+
+// NewQueue returns the queue called name on rdb, which may be a single
+// node, Sentinel or Cluster client. Any name is allowed, braces and colons
+// included; it is escaped inside the key's hash tag.
+func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Queue, error) {
+	if rdb == nil {
+		return nil, errors.New("native: redis client is nil, want a redis.UniversalClient")
+	}
+	q := &Queue{rdb: rdb, name: name, prefix: DefaultPrefix, maxPayload: DefaultMaxPayload,
+		keepFor: 24 * time.Hour, keepMost: 10000}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(q); err != nil {
+			return nil, err
+		}
+	}
+	if err := validateNames(q.prefix, name); err != nil {
+		return nil, err
+	}
+	q.keys = newKeys(q.prefix, name)
+	return q, nil
+}
+
+// Name returns the queue's name.
+func (q *Queue) Name() string { return q.name }
+
+// enqueueOptions collects what an [EnqueueOption] sets.
+type enqueueOptions struct {
+	id          string
+	name        string
+	delay       time.Duration
+	maxAttempts int
+	meta        map[string]string
+}
+
+// An EnqueueOption configures one [Queue.Enqueue] call.
+type EnqueueOption func(*enqueueOptions) error
+
+// WithID gives the job its own ID instead of a generated one. Enqueueing
+// an ID that already exists fails with [ErrJobExists], which makes
+// enqueueing idempotent. The ID must not be empty.
+func WithID(id string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if id == "" {
+			return errors.New("native: job ID is empty, want a non-empty ID or no WithID for a generated one")
+		}
+		o.id = id
+		return nil
+	}
+}
+
+// WithName sets the job's name (its kind), reported to observers.
+func WithName(name string) EnqueueOption {
+	return func(o *enqueueOptions) error { o.name = name; return nil }
+}
+
+// WithDelay makes the job wait d before its first run. The fire time is
+// taken from the Redis server's clock, rounded up to the millisecond.
+func WithDelay(d time.Duration) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if d < 0 {
+			return fmt.Errorf("native: delay %s is negative, want >= 0", d)
+		}
+		o.delay = d
+		return nil
+	}
+}
+
+// WithMaxAttempts overrides the worker's rule for this job: n is the total
+// number of runs, including the first. n must be at least 1.
+func WithMaxAttempts(n int) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		if n < 1 {
+			return fmt.Errorf("native: MaxAttempts %d is below 1, want the total number of runs (>= 1)", n)
+		}
+		o.maxAttempts = n
+		return nil
+	}
+}
+
+// WithMetadata sets the job's initial metadata, the string map that travels
+// with the job from attempt to attempt (observers keep trace context in it).
+func WithMetadata(m map[string]string) EnqueueOption {
+	return func(o *enqueueOptions) error {
+		o.meta = make(map[string]string, len(m))
+		for k, v := range m {
+			o.meta[k] = v
+		}
+		return nil
+	}
+}
+
+// Enqueue adds a job with payload to the queue and returns its ID. Without
+// options the job runs as soon as a worker is free, under the worker's rule.
+func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
+	if len(payload) > q.maxPayload {
+		return "", &PayloadTooLargeError{Size: len(payload), Limit: q.maxPayload}
+	}
+	var o enqueueOptions
+	for _, opt := range opts {
+		if opt == nil {
+			continue
+		}
+		if err := opt(&o); err != nil {
+			return "", err
+		}
+	}
+	if o.id == "" {
+		o.id = newID()
+	}
+	meta, err := encodeMeta(o.meta)
+	if err != nil {
+		return "", err
+	}
+	k := q.keys
+	res, err := scriptEnqueue.Run(ctx, q.rdb,
+		[]string{k.job(o.id), k.wait, k.delayed, k.marker, k.counter},
+		o.id, payload, o.name, o.maxAttempts, ceilMillis(o.delay), meta).Slice()
+	if err != nil {
+		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
+	}
+	if code, _ := res[0].(int64); code == 0 {
+		return "", fmt.Errorf("%w (queue %q, ID %q)", ErrJobExists, q.name, o.id)
+	}
+	return o.id, nil
+}
+
+// newID returns a random 128-bit ID in hex.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ceilMillis rounds d up to whole milliseconds, so a delay is never cut.
+func ceilMillis(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+func encodeMeta(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "{}", nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "", fmt.Errorf("native: encode metadata: %w", err)
+	}
+	return string(b), nil
+}
+
+func decodeMeta(s string) map[string]string {
+	m := map[string]string{}
+	if s != "" {
+		_ = json.Unmarshal([]byte(s), &m)
+	}
+	return m
+}
+
+func parseInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}

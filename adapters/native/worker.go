@@ -1,0 +1,627 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
+)
+
+// System is the observe.Attempt System this adapter reports.
+const System = "rebound"
+
+// Job is one attempt of one job, as a [Handler] sees it.
+type Job struct {
+	// ID is the job's ID. Its retry jitter is keyed by it: backoff.Key(ID).
+	ID string
+	// Queue is the queue's name.
+	Queue string
+	// Name is the job's name, "" if it has none.
+	Name string
+	// Payload is the payload given to Enqueue.
+	Payload []byte
+	// Attempt is the 1-based number of this attempt.
+	Attempt int
+	// MaxAttempts is the total number of runs the job may have.
+	MaxAttempts int
+	// Metadata travels with the job from attempt to attempt: what a handler
+	// or observer sets here is stored when the attempt ends and seen by the
+	// next one.
+	Metadata observe.MapCarrier
+}
+
+// A Handler runs one attempt of a job. Returning nil completes the job. Any
+// other error fails the attempt: the worker's rule decides whether and when
+// to retry. Wrap an error with backoff.Permanent to fail the job at once,
+// or with backoff.RetryAfter to wait at least a given time. A panic is
+// recovered and counts as a failed attempt ([PanicError]).
+type Handler func(ctx context.Context, job *Job) error
+
+// Worker runs a queue's jobs: it reserves them with a lease, runs the
+// handler with bounded concurrency, renews the leases of running jobs,
+// reclaims jobs whose worker died, and ends each attempt through the
+// complete or fail script. Build it with [NewWorker].
+type Worker struct {
+	q           *Queue
+	rule        backoff.Rule
+	handler     Handler
+	concurrency int
+	lease       time.Duration
+	reclaim     time.Duration
+	block       time.Duration
+	idlePoll    time.Duration
+	onError     func(error)
+	observer    observe.Observer
+	reconnect   backoff.Policy
+	shutdown    time.Duration
+
+	startOnce sync.Once
+	stopOnce  sync.Once
+	started   atomic.Bool
+	stop      chan struct{} // closed by Shutdown: take no new jobs
+	bgStop    chan struct{} // closed once handlers are done: stop renewing
+	hardCtx   context.Context
+	hardStop  context.CancelCauseFunc
+	fetchDone chan struct{}
+	handlers  sync.WaitGroup
+	bg        sync.WaitGroup
+	slots     chan struct{}
+	wake      chan struct{}
+	listenReq chan struct{}
+	waiting   atomic.Bool
+	abandoned atomic.Bool
+
+	mu      sync.Mutex
+	running map[string]*runningJob
+}
+
+type runningJob struct {
+	id     string
+	token  string
+	cancel context.CancelCauseFunc
+}
+
+// A WorkerOption configures a [Worker].
+type WorkerOption func(*Worker) error
+
+// WithConcurrency sets how many handlers run at once (default 10).
+func WithConcurrency(n int) WorkerOption {
+	return func(w *Worker) error {
+		if n < 1 {
+			return fmt.Errorf("native: concurrency %d is below 1, want the number of handlers run at once", n)
+		}
+		w.concurrency = n
+		return nil
+	}
+}
+
+// WithLease sets how long a reserved job stays with its worker without a
+// renewal (default 30s). The worker renews every third of it; a job whose
+// worker stops renewing is reclaimed once it expires, and that attempt
+// counts. d must be at least 50ms.
+func WithLease(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d < 50*time.Millisecond {
+			return fmt.Errorf("native: lease %s is below 50ms, want a duration well above one Redis round trip", d)
+		}
+		w.lease = d
+		return nil
+	}
+}
+
+// WithReclaimInterval sets how often the worker looks for expired leases
+// (default: half the lease, at most 5s).
+func WithReclaimInterval(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d <= 0 {
+			return fmt.Errorf("native: reclaim interval %s is not positive, want > 0", d)
+		}
+		w.reclaim = d
+		return nil
+	}
+}
+
+// WithErrorHandler sets a function told of every error the worker meets
+// outside a handler: Redis unreachable (the worker keeps retrying with its
+// reconnect backoff), a lease lost to a reclaim, an observer panic. It is
+// called from the worker's goroutines and must be safe for concurrent use.
+func WithErrorHandler(f func(error)) WorkerOption {
+	return func(w *Worker) error { w.onError = f; return nil }
+}
+
+// WithObserver reports every attempt to o: AttemptStarted before the
+// handler runs (its context is the handler's), AttemptEnded once the
+// attempt's outcome is stored. Observer panics are recovered and reported
+// to the error handler.
+func WithObserver(o observe.Observer) WorkerOption {
+	return func(w *Worker) error { w.observer = o; return nil }
+}
+
+// WithReconnectPolicy sets the backoff the worker waits between tries when
+// Redis fails (default jitter(exponential(10ms, 2s))).
+func WithReconnectPolicy(p backoff.Policy) WorkerOption {
+	return func(w *Worker) error {
+		if p == nil {
+			return errors.New("native: reconnect policy is nil, want a backoff.Policy")
+		}
+		w.reconnect = p
+		return nil
+	}
+}
+
+// WithShutdownTimeout sets how long [Worker.Run] lets running handlers
+// finish once its context ends (default 10s).
+func WithShutdownTimeout(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d < 0 {
+			return fmt.Errorf("native: shutdown timeout %s is negative, want >= 0", d)
+		}
+		w.shutdown = d
+		return nil
+	}
+}
+
+// NewWorker returns a worker that runs q's jobs with h under rule: rule's
+// policy sizes every retry delay (keyed by the job ID) and its MaxAttempts
+// caps the runs of jobs enqueued without their own cap.
+func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*Worker, error) {
+	if q == nil {
+		return nil, errors.New("native: queue is nil, want a *Queue from NewQueue")
+	}
+	if h == nil {
+		return nil, errors.New("native: handler is nil, want a Handler")
+	}
+	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
+		return nil, errors.New("native: rule is the zero Rule, want one from backoff.NewRule")
+	}
+	w := &Worker{
+		q: q, rule: rule, handler: h,
+		concurrency: 10,
+		lease:       30 * time.Second,
+		idlePoll:    time.Second,
+		shutdown:    10 * time.Second,
+		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
+		running:     map[string]*runningJob{},
+	}
+	for _, o := range opts {
+		if o == nil {
+			continue
+		}
+		if err := o(w); err != nil {
+			return nil, err
+		}
+	}
+	if w.reclaim == 0 {
+		w.reclaim = min(w.lease/2, 5*time.Second)
+	}
+	w.block = blockTimeout(q.rdb)
+	return w, nil
+}
+
+// blockTimeout picks the wake-up block: long enough to be cheap, shorter
+// than the client's read timeout so a quiet queue is not a network error.
+func blockTimeout(rdb redis.UniversalClient) time.Duration {
+	const def = 500 * time.Millisecond
+	var rt time.Duration
+	switch c := rdb.(type) {
+	case *redis.Client:
+		rt = c.Options().ReadTimeout
+	case *redis.ClusterClient:
+		rt = c.Options().ReadTimeout
+	}
+	if rt > 0 && rt < 2*def {
+		return max(rt/2, 10*time.Millisecond)
+	}
+	return def
+}
+
+// Start starts the worker's goroutines and returns at once. Stop it with
+// [Worker.Shutdown]. A worker starts once.
+func (w *Worker) Start() error {
+	ok := false
+	w.startOnce.Do(func() {
+		ok = true
+		w.stop = make(chan struct{})
+		w.bgStop = make(chan struct{})
+		w.hardCtx, w.hardStop = context.WithCancelCause(context.Background())
+		w.fetchDone = make(chan struct{})
+		w.slots = make(chan struct{}, w.concurrency)
+		w.wake = make(chan struct{}, 1)
+		w.listenReq = make(chan struct{}, 1)
+		w.started.Store(true)
+		w.bg.Add(4)
+		go w.fetchLoop()
+		go w.listen()
+		go w.renewLoop()
+		go w.reclaimLoop()
+	})
+	if !ok {
+		return errors.New("native: worker already started; build a new one")
+	}
+	return nil
+}
+
+// Run starts the worker and blocks until ctx ends, then shuts it down,
+// giving running handlers the shutdown timeout to finish.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), w.shutdown)
+	defer cancel()
+	return w.Shutdown(sctx)
+}
+
+// errShutdown is the cause handler contexts are cancelled with when the
+// shutdown deadline passes.
+var errShutdown = errors.New("native: worker shut down before the handler returned")
+
+// Shutdown stops taking jobs and waits for running handlers to finish and
+// their outcome to be stored. When ctx ends first, the handlers' contexts
+// are cancelled and Shutdown returns ctx's error without waiting further; a
+// handler still running then loses its lease and its job is reclaimed (the
+// attempt counts).
+func (w *Worker) Shutdown(ctx context.Context) error {
+	if !w.started.Load() {
+		return nil
+	}
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.fetchDone
+	done := make(chan struct{})
+	go func() { w.handlers.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		w.hardStop(errShutdown)
+	}
+	w.stopBackground()
+	if err == nil {
+		w.bg.Wait()
+	}
+	return err
+}
+
+func (w *Worker) stopBackground() {
+	w.mu.Lock()
+	select {
+	case <-w.bgStop:
+	default:
+		close(w.bgStop)
+	}
+	w.mu.Unlock()
+}
+
+// abandon stops the worker the way a crash would: nothing more is stored,
+// running jobs keep their leases until they expire. Tests use it.
+func (w *Worker) abandon() {
+	w.abandoned.Store(true)
+	w.stopOnce.Do(func() { close(w.stop) })
+	w.hardStop(errShutdown)
+	w.stopBackground()
+}
+
+func (w *Worker) report(err error) {
+	if err == nil || w.onError == nil || w.abandoned.Load() {
+		return
+	}
+	defer func() { _ = recover() }()
+	w.onError(err)
+}
+
+// sleep waits d, or until the worker stops; it reports whether it slept.
+func (w *Worker) sleep(d time.Duration, stop <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-stop:
+		return false
+	}
+}
+
+// reserved is one job handed out by the reserve script.
+type reserved struct {
+	id      string
+	attempt int
+	token   string
+}
+
+// fetchLoop reserves jobs while slots are free and waits, without polling,
+// for the next due job or a wake-up when there is nothing to run.
+func (w *Worker) fetchLoop() {
+	defer close(w.fetchDone)
+	defer w.bg.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	failures := 0
+	for {
+		// Take one free slot (waiting for it), then every other free one.
+		select {
+		case <-w.stop:
+			return
+		case w.slots <- struct{}{}:
+		}
+		n := 1
+	more:
+		for n < w.concurrency {
+			select {
+			case w.slots <- struct{}{}:
+				n++
+			default:
+				break more
+			}
+		}
+		jobs, tokens, wait, err := w.reserve(n)
+		for range n - len(jobs) {
+			<-w.slots
+		}
+		if err != nil {
+			failures++
+			w.report(fmt.Errorf("native: reserve on queue %q (retry %d): %w", w.q.name, failures, err))
+			if !w.sleep(backoff.Delay(w.reconnect, failures, backoff.Source{}), w.stop) {
+				return
+			}
+			continue
+		}
+		failures = 0
+		for i, j := range jobs {
+			w.handlers.Add(1)
+			go w.run(j, tokens[i])
+		}
+		if len(jobs) == n {
+			continue
+		}
+		// Nothing more to run now: wait for the next due job, a wake-up or
+		// the safety poll, whichever comes first.
+		w.waiting.Store(true)
+		select {
+		case w.listenReq <- struct{}{}:
+		default:
+		}
+		timer.Reset(min(wait, w.idlePoll))
+		select {
+		case <-w.stop:
+			w.waiting.Store(false)
+			return
+		case <-w.wake:
+		case <-timer.C:
+		}
+		w.waiting.Store(false)
+	}
+}
+
+// reserve runs the reserve script for up to n jobs and loads them. wait is
+// how long until the earliest delayed job is due.
+func (w *Worker) reserve(n int) ([]*Job, []string, time.Duration, error) {
+	k := w.q.keys
+	ctx := context.Background()
+	res, err := scriptReserve.Run(ctx, w.q.rdb,
+		[]string{k.wait, k.active, k.delayed, k.marker, k.attempts, k.leases, k.counter},
+		n, w.lease.Milliseconds()).Slice()
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if len(res) < 2 {
+		return nil, nil, 0, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
+	}
+	wait := w.idlePoll
+	if next := parseInt(res[1]); next >= 0 {
+		wait = max(time.Duration(next*1000-parseInt(res[0]))*time.Microsecond, 0)
+	}
+	var rs []reserved
+	for i := 2; i+2 < len(res); i += 3 {
+		rs = append(rs, reserved{id: fmt.Sprint(res[i]), attempt: int(parseInt(res[i+1])), token: fmt.Sprint(res[i+2])})
+	}
+	if len(rs) == 0 {
+		return nil, nil, wait, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(rs))
+	_, err = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, r := range rs {
+			cmds[i] = p.HMGet(ctx, k.job(r.id), "payload", "name", "max", "meta")
+		}
+		return nil
+	})
+	jobs := make([]*Job, 0, len(rs))
+	tokens := make([]string, 0, len(rs))
+	for i, r := range rs {
+		if err != nil {
+			// The jobs are leased to us: rather than lose them, let the
+			// lease run out; they come back through the reclaim path.
+			w.report(fmt.Errorf("native: load reserved job %q on queue %q: %w", r.id, w.q.name, err))
+			continue
+		}
+		v := cmds[i].Val()
+		str := func(x any) string { s, _ := x.(string); return s }
+		maxAtt := int(parseInt(v[2]))
+		if maxAtt < 1 {
+			maxAtt = w.rule.MaxAttempts()
+		}
+		j := &Job{ID: r.id, Queue: w.q.name, Name: str(v[1]), Payload: []byte(str(v[0])),
+			Attempt: r.attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(str(v[3])))}
+		w.mu.Lock()
+		w.running[r.token] = &runningJob{id: r.id, token: r.token}
+		w.mu.Unlock()
+		jobs = append(jobs, j)
+		tokens = append(tokens, r.token)
+	}
+	return jobs, tokens, wait, nil
+}
+
+// run runs one attempt and stores its outcome.
+func (w *Worker) run(j *Job, token string) {
+	defer w.handlers.Done()
+	defer func() { <-w.slots }()
+	ctx, cancel := context.WithCancelCause(w.hardCtx)
+	defer cancel(nil)
+	w.mu.Lock()
+	w.running[token].cancel = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, token)
+		w.mu.Unlock()
+	}()
+
+	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
+		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
+	octx := w.observeStart(ctx, a)
+	err := w.call(octx, j)
+	if w.abandoned.Load() {
+		return
+	}
+	meta, merr := encodeMeta(j.Metadata)
+	if merr != nil {
+		w.report(merr)
+		meta = ""
+	}
+	var result observe.Result
+	if err == nil {
+		_, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
+			return w.complete(ctx, j.ID, token, meta)
+		})
+		if ferr != nil {
+			w.report(ferr)
+		}
+	} else {
+		result.Err = err
+		result.Decision = w.decide(j.ID, j.Attempt, j.MaxAttempts, err)
+		res, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
+			return w.fail(ctx, j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+		})
+		if ferr != nil {
+			w.report(ferr)
+		} else if len(res) >= 3 && parseInt(res[0]) == 1 {
+			result.FireAt = time.UnixMilli(parseInt(res[2]))
+		}
+	}
+	w.observeEnd(octx, a, result)
+}
+
+// call runs the handler, turning a panic into a failed attempt.
+func (w *Worker) call(ctx context.Context, j *Job) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return w.handler(ctx, j)
+}
+
+// decide is the worker's retry hook: the rule (with the job's own cap) for
+// failed attempt number attempt, jitter keyed by the job ID.
+func (w *Worker) decide(id string, attempt, maxAttempts int, err error) backoff.Decision {
+	rule := w.rule
+	if maxAttempts > 0 && maxAttempts != rule.MaxAttempts() {
+		if r, rerr := backoff.NewRule(rule.Policy(), maxAttempts); rerr == nil {
+			rule = r
+		}
+	}
+	return rule.Decide(attempt, err, backoff.Key(id))
+}
+
+// finish runs a storing script, retrying with the reconnect backoff while
+// Redis is unreachable. The lease token makes a retried call safe: if the
+// first try was applied and only its reply was lost, the retry is told so
+// and changes nothing. It gives up when the worker is abandoned, or when the
+// shutdown deadline has passed and one more try failed.
+func (w *Worker) finish(id string, call func(ctx context.Context) ([]any, error)) ([]any, error) {
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := call(ctx)
+		cancel()
+		if err == nil {
+			switch parseInt(res[0]) {
+			case -1:
+				return res, fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id)
+			case -2:
+				return res, fmt.Errorf("%w (queue %q, job %q)", ErrNotFound, w.q.name, id)
+			}
+			return res, nil
+		}
+		var rerr redis.Error
+		if errors.As(err, &rerr) && !isTransient(err) {
+			return nil, fmt.Errorf("native: store outcome of job %q on queue %q: %w", id, w.q.name, err)
+		}
+		w.report(fmt.Errorf("native: store outcome of job %q on queue %q (try %d): %w", id, w.q.name, try, err))
+		if w.abandoned.Load() || w.hardCtx.Err() != nil {
+			return nil, err
+		}
+		if !w.sleep(backoff.Delay(w.reconnect, try, backoff.Source{}), w.hardCtx.Done()) {
+			return nil, err
+		}
+	}
+}
+
+// isTransient reports whether a Redis error reply is worth retrying.
+func isTransient(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"LOADING", "BUSY", "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "READONLY", "MOVED", "ASK"} {
+		if len(msg) >= len(p) && msg[:len(p)] == p {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
+	k := w.q.keys
+	return scriptComplete.Run(ctx, w.q.rdb,
+		[]string{k.job(id), k.active, k.completed, k.attempts, k.leases},
+		id, token, w.q.keepFor.Milliseconds(), w.q.keepMost, meta).Slice()
+}
+
+func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) ([]any, error) {
+	k := w.q.keys
+	permanent, rec := 0, 0
+	if d.Outcome == backoff.OutcomePermanent {
+		permanent = 1
+	}
+	if reclaim {
+		rec = 1
+	}
+	return scriptFail.Run(ctx, w.q.rdb,
+		[]string{k.job(id), k.active, k.delayed, k.failed, k.attempts, k.leases, k.marker, k.counter},
+		id, token, ceilMillis(d.Delay), permanent, maxAttempts, msg, meta, rec).Slice()
+}
+
+func (w *Worker) observeStart(ctx context.Context, a observe.Attempt) (out context.Context) {
+	if w.observer == nil {
+		return ctx
+	}
+	out = ctx
+	defer func() {
+		if v := recover(); v != nil {
+			out = ctx
+			w.report(fmt.Errorf("native: observer AttemptStarted panicked: %v", v))
+		}
+	}()
+	if c := w.observer.AttemptStarted(ctx, a); c != nil {
+		out = c
+	}
+	return out
+}
+
+func (w *Worker) observeEnd(ctx context.Context, a observe.Attempt, r observe.Result) {
+	if w.observer == nil {
+		return
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			w.report(fmt.Errorf("native: observer AttemptEnded panicked: %v", v))
+		}
+	}()
+	w.observer.AttemptEnded(ctx, a, r)
+}
