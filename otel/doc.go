@@ -1,0 +1,67 @@
+// Package reboundotel traces and measures every attempt of every rebound job
+// with OpenTelemetry. [New] returns an [Observer] that implements
+// [observe.Observer]; pass it to an adapter's observer option (asynq, River or
+// the native worker) and each run of each job becomes one span, with the retry
+// decision that followed it, plus a few low-cardinality metrics.
+//
+// The package is named reboundotel so that it can be imported beside
+// go.opentelemetry.io/otel without an alias.
+//
+// # Spans
+//
+// Each attempt is one span of kind CONSUMER named "process <queue>", following
+// the OpenTelemetry messaging conventions:
+//
+//	messaging.system             the engine: "asynq", "river" or "rebound" (native)
+//	messaging.operation.name     "process"
+//	messaging.operation.type     "process"
+//	messaging.destination.name   the queue
+//	messaging.message.id         the engine's job ID
+//
+// and rebound's own attributes:
+//
+//	rebound.job.kind             the job's type, when the engine has one
+//	rebound.job.attempt          1-based number of this attempt
+//	rebound.job.max_attempts     total runs the job may have
+//	rebound.retry.outcome        "success", "retry", "exhausted" or "permanent"
+//	rebound.retry.delay          on retry: the chosen delay, in seconds (float)
+//	rebound.retry.fire_time      on retry: when the next attempt is due, RFC 3339
+//	                             in UTC with nanoseconds, e.g. "2026-01-02T15:04:05.25Z"
+//
+// A failed attempt sets the span status to Error with the error's message,
+// records the error as an exception event and sets error.type (the error's
+// type, looking through rebound's own [backoff.Permanent] and
+// [backoff.RetryAfter] wrappers). A successful attempt leaves the status
+// Unset.
+//
+// # Links
+//
+// Attempts are not parented to each other: each one is its own span (its
+// parent is whatever span the adapter's context carries, if any) and links to
+//
+//   - the previous attempt's span, whose span context the observer stores in
+//     the job's carrier under keys starting with [CarrierKeyPrefix] and reads
+//     back on the next attempt (Jaeger shows this as a FOLLOWS_FROM reference);
+//   - the producer's span, when the carrier holds a context injected at
+//     enqueue time with [Inject] (for example a W3C "traceparent" header).
+//
+// Links and attributes are added right after the span starts, once the span is
+// known to be recording, so a sampler sees the span's name and kind only.
+//
+// # Metrics
+//
+//	rebound.attempts        counter, {attempt}: attempts by outcome
+//	rebound.retry.delay     histogram, s: the delays chosen for retries
+//	rebound.jobs.exhausted  counter, {job}: jobs that ran out of attempts
+//
+// Metric attributes are messaging.system, messaging.destination.name and (on
+// rebound.attempts) rebound.retry.outcome, never an attempt number or a job
+// ID, so the number of series stays bounded by queues times outcomes.
+//
+// # Cost
+//
+// With no-op providers (the default until an SDK is installed) an attempt
+// costs one non-recording span start and end: no attributes are built, no
+// carrier is read or written and no measurement is made. See
+// BenchmarkObserver.
+package reboundotel

@@ -1,0 +1,268 @@
+package reboundotel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
+)
+
+// Attribute keys of rebound's own namespace. The messaging attributes come
+// from the OpenTelemetry semantic conventions.
+const (
+	// AttemptKey is the 1-based number of the attempt (int).
+	AttemptKey = attribute.Key("rebound.job.attempt")
+	// MaxAttemptsKey is the total number of runs the job may have (int).
+	MaxAttemptsKey = attribute.Key("rebound.job.max_attempts")
+	// KindKey is the job's type: asynq task type, River job kind, native
+	// job name (string).
+	KindKey = attribute.Key("rebound.job.kind")
+	// OutcomeKey is how the attempt ended: "success", "retry", "exhausted"
+	// or "permanent" (string).
+	OutcomeKey = attribute.Key("rebound.retry.outcome")
+	// DelayKey is the delay chosen before the next attempt, in seconds
+	// (float64); set on retries only.
+	DelayKey = attribute.Key("rebound.retry.delay")
+	// FireTimeKey is when the next attempt is due, RFC 3339 in UTC with
+	// nanoseconds (string); set on retries only.
+	FireTimeKey = attribute.Key("rebound.retry.fire_time")
+)
+
+// Metric names.
+const (
+	// AttemptsMetric counts attempts by outcome ({attempt}).
+	AttemptsMetric = "rebound.attempts"
+	// RetryDelayMetric records the delays chosen for retries (s).
+	RetryDelayMetric = "rebound.retry.delay"
+	// ExhaustedMetric counts jobs that ran out of attempts ({job}).
+	ExhaustedMetric = "rebound.jobs.exhausted"
+)
+
+// delayBuckets are the histogram boundaries of rebound.retry.delay, in
+// seconds: retry delays run from milliseconds to a day.
+var delayBuckets = []float64{
+	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
+	1800, 3600, 7200, 21600, 86400,
+}
+
+// maxSeries bounds the per-(system, queue) cache. Queues are configuration,
+// so real programs stay far below it; past it the observer still works and
+// just builds names and attribute sets per attempt.
+const maxSeries = 1024
+
+// An Observer records each attempt of each job as an OpenTelemetry span and
+// in metrics. It implements [observe.Observer]; create one with [New] and
+// hand it to an adapter. An Observer is safe for concurrent use.
+type Observer struct {
+	tracer      trace.Tracer
+	propagators propagation.TextMapPropagator
+
+	attempts  metric.Int64Counter
+	delay     metric.Float64Histogram
+	exhausted metric.Int64Counter
+
+	mu     sync.RWMutex
+	series map[seriesKey]*series
+}
+
+var _ observe.Observer = (*Observer)(nil)
+
+type seriesKey struct{ system, queue string }
+
+// series is what an attempt on one (system, queue) needs that does not
+// change between attempts: built once, reused without allocating.
+type series struct {
+	spanName string
+	// byOutcome holds the rebound.attempts attribute set per outcome,
+	// indexed by backoff.Outcome (0 is success).
+	byOutcome [4]metric.MeasurementOption
+	// base is the set without an outcome, for the delay and exhausted
+	// instruments.
+	base metric.MeasurementOption
+}
+
+// consumer is the start option every attempt span shares.
+var consumer = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
+
+// New returns an Observer that uses the providers and propagators in opts,
+// or the global ones. Instruments that cannot be created are reported to the
+// global OpenTelemetry error handler and replaced by no-ops, as the
+// OpenTelemetry instrumentation conventions ask; New itself never fails.
+func New(opts ...Option) *Observer {
+	c := newConfig(opts)
+	o := &Observer{
+		tracer: c.tracerProvider.Tracer(ScopeName,
+			trace.WithInstrumentationVersion(Version),
+			trace.WithSchemaURL(semconv.SchemaURL)),
+		propagators: c.propagators,
+		series:      make(map[seriesKey]*series),
+	}
+	meter := c.meterProvider.Meter(ScopeName,
+		metric.WithInstrumentationVersion(Version),
+		metric.WithSchemaURL(semconv.SchemaURL))
+	var err error
+	if o.attempts, err = meter.Int64Counter(AttemptsMetric,
+		metric.WithDescription("Job attempts by outcome."),
+		metric.WithUnit("{attempt}")); err != nil {
+		otel.Handle(err)
+	}
+	if o.delay, err = meter.Float64Histogram(RetryDelayMetric,
+		metric.WithDescription("Delay rebound chose before retrying a failed attempt."),
+		metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(delayBuckets...)); err != nil {
+		otel.Handle(err)
+	}
+	if o.exhausted, err = meter.Int64Counter(ExhaustedMetric,
+		metric.WithDescription("Jobs that failed on their last allowed attempt."),
+		metric.WithUnit("{job}")); err != nil {
+		otel.Handle(err)
+	}
+	return o
+}
+
+// seriesFor returns the cached names and attribute sets of (system, queue).
+func (o *Observer) seriesFor(system, queue string) *series {
+	k := seriesKey{system, queue}
+	o.mu.RLock()
+	s := o.series[k]
+	o.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	s = newSeries(system, queue)
+	o.mu.Lock()
+	if prev := o.series[k]; prev != nil {
+		s = prev
+	} else if len(o.series) < maxSeries {
+		o.series[k] = s
+	}
+	o.mu.Unlock()
+	return s
+}
+
+func newSeries(system, queue string) *series {
+	s := &series{spanName: "process " + queue}
+	sys := semconv.MessagingSystemKey.String(system)
+	dst := semconv.MessagingDestinationName(queue)
+	s.base = metric.WithAttributeSet(attribute.NewSet(sys, dst))
+	for i := range s.byOutcome {
+		s.byOutcome[i] = metric.WithAttributeSet(attribute.NewSet(sys, dst,
+			OutcomeKey.String(outcomeName(backoff.Outcome(i)))))
+	}
+	return s
+}
+
+// outcomeName is the label of an outcome; 0 is a success.
+func outcomeName(o backoff.Outcome) string {
+	if o == 0 {
+		return "success"
+	}
+	return o.String()
+}
+
+// AttemptStarted starts the attempt's span and returns a context carrying
+// it. When the span records, it gets the attempt's attributes and its links
+// to the previous attempt and the producer (read from a.Carrier), and the
+// span's own context is stored in a.Carrier for the next attempt to link to.
+func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+	s := o.seriesFor(a.System, a.Queue)
+	ctx, span := o.tracer.Start(ctx, s.spanName, consumer...)
+	if !span.IsRecording() {
+		return ctx
+	}
+	attrs := make([]attribute.KeyValue, 0, 8)
+	attrs = append(attrs,
+		semconv.MessagingSystemKey.String(a.System),
+		semconv.MessagingOperationName("process"),
+		semconv.MessagingOperationTypeProcess,
+		semconv.MessagingDestinationName(a.Queue),
+		semconv.MessagingMessageID(a.JobID),
+		AttemptKey.Int(a.Number),
+		MaxAttemptsKey.Int(a.MaxAttempts),
+	)
+	if a.Kind != "" {
+		attrs = append(attrs, KindKey.String(a.Kind))
+	}
+	span.SetAttributes(attrs...)
+	if a.Carrier != nil {
+		o.link(span, a)
+		// Store this attempt's span context for the next attempt to link
+		// to, replacing the previous one.
+		attemptPropagator.Inject(ctx, prefixed{a.Carrier})
+	}
+	return ctx
+}
+
+// link adds the span links of an attempt: to the previous attempt and to
+// the producer.
+func (o *Observer) link(span trace.Span, a observe.Attempt) {
+	prev := trace.SpanContextFromContext(attemptPropagator.Extract(context.Background(), prefixed{a.Carrier}))
+	if prev.IsValid() {
+		l := trace.Link{SpanContext: prev}
+		if a.Number > 1 {
+			l.Attributes = []attribute.KeyValue{AttemptKey.Int(a.Number - 1)}
+		}
+		span.AddLink(l)
+	}
+	producer := trace.SpanContextFromContext(o.propagators.Extract(context.Background(), a.Carrier))
+	if producer.IsValid() && !producer.Equal(prev) {
+		span.AddLink(trace.Link{SpanContext: producer})
+	}
+}
+
+// AttemptEnded records how the attempt ended on its span (outcome, retry
+// delay and fire time, error) and ends the span, then updates the metrics.
+// ctx must be the context AttemptStarted returned.
+func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
+	outcome := backoff.Outcome(0)
+	if r.Err != nil {
+		outcome = r.Decision.Outcome
+		if outcome == 0 || outcome > backoff.OutcomePermanent {
+			// A failure without a decision rebound knows: the engine gave
+			// up on its own, so count it as exhausted.
+			outcome = backoff.OutcomeExhausted
+		}
+	}
+	retry := outcome == backoff.OutcomeRetry
+
+	span := trace.SpanFromContext(ctx)
+	if span.IsRecording() {
+		attrs := make([]attribute.KeyValue, 0, 4)
+		attrs = append(attrs, OutcomeKey.String(outcomeName(outcome)))
+		if retry {
+			attrs = append(attrs, DelayKey.Float64(r.Decision.Delay.Seconds()))
+			if !r.FireAt.IsZero() {
+				attrs = append(attrs, FireTimeKey.String(r.FireAt.UTC().Format(time.RFC3339Nano)))
+			}
+		}
+		if r.Err != nil {
+			attrs = append(attrs, errorType(r.Err))
+			span.RecordError(r.Err)
+			span.SetStatus(codes.Error, r.Err.Error())
+		}
+		span.SetAttributes(attrs...)
+	}
+	span.End()
+
+	if !o.attempts.Enabled(ctx) && !o.delay.Enabled(ctx) && !o.exhausted.Enabled(ctx) {
+		return
+	}
+	s := o.seriesFor(a.System, a.Queue)
+	o.attempts.Add(ctx, 1, s.byOutcome[outcome])
+	switch outcome {
+	case backoff.OutcomeRetry:
+		o.delay.Record(ctx, r.Decision.Delay.Seconds(), s.base)
+	case backoff.OutcomeExhausted:
+		o.exhausted.Add(ctx, 1, s.base)
+	}
+}
