@@ -257,7 +257,9 @@ func (w *worker) settle() map[string]State {
 		for _, id := range pending {
 			st, err := w.eng.State(ctx, id)
 			if err != nil {
-				w.e.errorf("%s: State(%s): %v", w.label, id, err)
+				// Reported once; the job's runs are still verified.
+				w.e.errorf("%s: State(%s): %v; want the state of every job the suite enqueued, until the worker stops (keep finished jobs, e.g. with a retention period)",
+					w.label, id, err)
 				states[id] = StatePending
 				continue
 			}
@@ -360,17 +362,18 @@ func (w *worker) verifyJob(id string, got State) {
 			e.errorf("%s: run %d never returned, although the job is %v", what, n, got)
 			continue
 		}
-		if i+1 >= len(runs) || !runs[i+1].start.After(time.Time{}) {
+		if i+1 >= len(runs) {
 			continue
 		}
 		dec := w.rule.Decide(n, r.err, backoff.Key(id))
+		if !dec.Retry() {
+			continue // a run that should not exist; reported above as too many runs
+		}
 		want := dec.Delay
 		gap := runs[i+1].start.Sub(r.end)
 		e.st.add(w.herd, gap-want)
 		hint, hinted := backoff.RetryAfterHint(r.err)
 		switch {
-		case !dec.Retry():
-			// Already reported as too many runs.
 		case gap < want && hinted && gap < hint:
 			e.errorf("%s: run %d started %v after run %d ended, before its retry-after hint %v (computed delay %v): retry-after hint ignored",
 				what, n+1, gap, n, hint, want)
@@ -392,7 +395,9 @@ func (w *worker) recheck(states map[string]State) {
 	w.mu.Unlock()
 	for _, id := range ids {
 		before := states[id]
+		w.mu.Lock()
 		runs, _ := w.scripts[id].expect(w.rule.MaxAttempts())
+		w.mu.Unlock()
 		if n := w.rec.count(id); n > runs {
 			// verify already said "ran n times"; say when.
 			w.e.errorf("%s: job %s ran again after it was reported %v: %d runs, want %d", w.label, id, before, n, runs)
