@@ -163,10 +163,10 @@ const decorrelatedWindow = 32
 // recurrence and every delay lies in [base, cap].
 func Decorrelated(base, cap time.Duration) (DecorrelatedPolicy, error) {
 	if base <= 0 {
-		return DecorrelatedPolicy{}, fmt.Errorf("backoff: decorrelated base %s is not positive, want > 0", base)
+		return DecorrelatedPolicy{}, fmt.Errorf("backoff: decorrelated base %s is not positive, want > 0", formatDuration(base))
 	}
 	if cap < base {
-		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", cap, base)
+		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
 	}
 	return DecorrelatedPolicy{base: base, cap: cap}, nil
 }

@@ -94,7 +94,7 @@ type FixedPolicy struct {
 // d must not be negative.
 func Fixed(d time.Duration) (FixedPolicy, error) {
 	if d < 0 {
-		return FixedPolicy{}, fmt.Errorf("backoff: fixed delay %s is negative, want >= 0", d)
+		return FixedPolicy{}, fmt.Errorf("backoff: fixed delay %s is negative, want >= 0", formatDuration(d))
 	}
 	return FixedPolicy{d: d}, nil
 }
@@ -121,10 +121,10 @@ type ExponentialPolicy struct {
 // be at least base.
 func Exponential(base, cap time.Duration) (ExponentialPolicy, error) {
 	if base <= 0 {
-		return ExponentialPolicy{}, fmt.Errorf("backoff: exponential base %s is not positive, want > 0", base)
+		return ExponentialPolicy{}, fmt.Errorf("backoff: exponential base %s is not positive, want > 0", formatDuration(base))
 	}
 	if cap < base {
-		return ExponentialPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", cap, base)
+		return ExponentialPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
 	}
 	return ExponentialPolicy{base: base, cap: cap}, nil
 }
@@ -166,11 +166,11 @@ type LinearPolicy struct {
 func Linear(base, step, cap time.Duration) (LinearPolicy, error) {
 	switch {
 	case base < 0:
-		return LinearPolicy{}, fmt.Errorf("backoff: linear base %s is negative, want >= 0", base)
+		return LinearPolicy{}, fmt.Errorf("backoff: linear base %s is negative, want >= 0", formatDuration(base))
 	case step < 0:
-		return LinearPolicy{}, fmt.Errorf("backoff: linear step %s is negative, want >= 0", step)
+		return LinearPolicy{}, fmt.Errorf("backoff: linear step %s is negative, want >= 0", formatDuration(step))
 	case cap < base:
-		return LinearPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", cap, base)
+		return LinearPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
 	}
 	return LinearPolicy{base: base, step: step, cap: cap}, nil
 }
