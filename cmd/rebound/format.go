@@ -2,20 +2,50 @@ package main
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// fmtDur prints d to four significant digits in Go's duration syntax,
-// without zero trailing units: 1.235s, 123.5ms, 2m3.5s, 1h, 1h30m.
-// Unjittered schedules print exactly; jittered delays stay readable.
+// fmtDur prints d for reading: to four significant digits below a minute
+// (1.235s, 123.5ms), to a tenth of a second below an hour, a second below a
+// day, a minute below ten days and an hour beyond, without zero trailing
+// units and with whole days as "d": 1h30m, 7d, 12d3h. Unjittered schedules
+// of round durations print exactly.
 func fmtDur(d time.Duration) string {
-	unit := time.Duration(1)
-	for x := d; x >= 10000 || x <= -10000; x /= 10 {
-		unit *= 10
+	const day = 24 * time.Hour
+	if d < 0 {
+		return "-" + fmtDur(-max(d, -maxDuration))
 	}
-	return trimDur(d.Round(unit))
+	switch {
+	case d < time.Minute:
+		unit := time.Duration(1)
+		for x := d; x >= 10000; x /= 10 {
+			unit *= 10
+		}
+		d = d.Round(unit)
+	case d < time.Hour:
+		d = d.Round(100 * time.Millisecond)
+	case d < day:
+		d = d.Round(time.Second)
+	case d < 10*day:
+		d = d.Round(time.Minute)
+	case d > maxDuration-time.Hour:
+		d = d.Truncate(time.Hour) // rounding up would not fit
+	default:
+		d = d.Round(time.Hour)
+	}
+	if d < day {
+		return trimDur(d)
+	}
+	s := strconv.FormatInt(int64(d/day), 10) + "d"
+	if rest := d % day; rest > 0 {
+		s += trimDur(rest)
+	}
+	return s
 }
+
+const maxDuration = time.Duration(1<<63 - 1)
 
 // trimDur prints d exactly, without zero trailing units: 1m rather than 1m0s.
 func trimDur(d time.Duration) string {

@@ -40,50 +40,63 @@ Flags:
 	}
 }
 
-func runHerd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("herd")
-	jobs := fs.Int("jobs", 1000, "number of jobs in the cohort, 1.."+strconv.Itoa(maxHerdJobs))
-	attempt := fs.Int("attempt", 3, "the attempt every job just failed (1-based; the first retry follows attempt 1)")
-	buckets := fs.Int("buckets", 20, "most histogram buckets, 1.."+strconv.Itoa(maxHerdBuckets)+"; bucket width is rounded to a round duration")
-	seed := fs.String("seed", "", "prefix for the job keys: job i is keyed \"`S`/job-i\" instead of \"job-i\"")
-	svg := fs.String("svg", "", "also write the histograms to `FILE` as an SVG a browser shows; - writes only the SVG, to stdout")
-	width := fs.Int("width", 30, "width of the longest bar, in terminal cells")
-	ascii := fs.Bool("ascii", false, "draw bars with '#' instead of Unicode blocks")
+// herdOptions are herd's flags.
+type herdOptions struct {
+	jobs, attempt, buckets int
+	seed, svg              string
+	width                  int
+	ascii                  bool
+}
 
+func herdFlags() (*flag.FlagSet, *herdOptions) {
+	fs := newFlagSet("herd")
+	o := new(herdOptions)
+	fs.IntVar(&o.jobs, "jobs", 1000, "number of jobs in the cohort, 1.."+strconv.Itoa(maxHerdJobs))
+	fs.IntVar(&o.attempt, "attempt", 3, "the attempt every job just failed (1-based; the first retry follows attempt 1)")
+	fs.IntVar(&o.buckets, "buckets", 20, "most histogram buckets, 1.."+strconv.Itoa(maxHerdBuckets)+"; the bucket width is rounded to a round duration")
+	fs.StringVar(&o.seed, "seed", "", "prefix for the job keys: job i is keyed \"`S`/job-i\" instead of \"job-i\"")
+	fs.StringVar(&o.svg, "svg", "", "also write the histograms to `FILE` as an SVG a browser shows; - writes only the SVG, to stdout")
+	fs.IntVar(&o.width, "width", 30, "width of the longest bar, in terminal cells")
+	fs.BoolVar(&o.ascii, "ascii", false, "draw bars with '#' instead of Unicode blocks")
+	return fs, o
+}
+
+func runHerd(args []string, stdout, stderr io.Writer) int {
+	fs, o := herdFlags()
 	text, code, ok := parseCommandLine(fs, herdHelp(fs), args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	switch {
-	case *jobs < 1 || *jobs > maxHerdJobs:
-		return usageError(stderr, fs, "-jobs %d is out of range, want 1..%d jobs", *jobs, maxHerdJobs)
-	case *attempt < 1:
-		return usageError(stderr, fs, "-attempt %d is below 1, want the 1-based number of the attempt that failed", *attempt)
-	case *buckets < 1 || *buckets > maxHerdBuckets:
-		return usageError(stderr, fs, "-buckets %d is out of range, want 1..%d", *buckets, maxHerdBuckets)
-	case *width < 1 || *width > 500:
-		return usageError(stderr, fs, "-width %d is out of range, want 1..500 cells", *width)
+	case o.jobs < 1 || o.jobs > maxHerdJobs:
+		return usageError(stderr, fs, "-jobs %d is out of range, want 1..%d jobs", o.jobs, maxHerdJobs)
+	case o.attempt < 1:
+		return usageError(stderr, fs, "-attempt %d is below 1, want the 1-based number of the attempt that failed", o.attempt)
+	case o.buckets < 1 || o.buckets > maxHerdBuckets:
+		return usageError(stderr, fs, "-buckets %d is out of range, want 1..%d", o.buckets, maxHerdBuckets)
+	case o.width < 1 || o.width > 500:
+		return usageError(stderr, fs, "-width %d is out of range, want 1..500 cells", o.width)
 	}
 	p, ok := parsePolicy("herd", text, stderr)
 	if !ok {
 		return exitUsage
 	}
-	h := simulate(p, *jobs, *attempt, *buckets, *seed)
+	h := simulate(p, o.jobs, o.attempt, o.buckets, o.seed)
 
-	if *svg == "-" {
+	if o.svg == "-" {
 		if err := h.figure().WriteSVG(stdout); err != nil {
 			fmt.Fprintf(stderr, "rebound herd: write SVG: %v\n", err)
 			return exitFail
 		}
 		return exitOK
 	}
-	h.writeText(stdout, *width, *ascii)
-	if *svg != "" {
-		if err := writeSVGFile(*svg, h.figure()); err != nil {
+	h.writeText(stdout, o.width, o.ascii)
+	if o.svg != "" {
+		if err := writeSVGFile(o.svg, h.figure()); err != nil {
 			fmt.Fprintf(stderr, "rebound herd: %v\n", err)
 			return exitFail
 		}
-		fmt.Fprintf(stderr, "rebound herd: wrote %s\n", *svg)
+		fmt.Fprintf(stderr, "rebound herd: wrote %s\n", o.svg)
 	}
 	return exitOK
 }

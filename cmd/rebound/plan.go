@@ -34,24 +34,37 @@ Flags:
 	}
 }
 
-func runPlan(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("plan")
-	n := fs.Int("n", 10, "number of attempts to table, 1.."+strconv.Itoa(maxPlanAttempts))
-	key := fs.String("key", "", "job `ID` to key jitter by, as the adapters do (backoff.Key); empty draws unkeyed randomness")
-	var from timeFlag
-	fs.Var(&from, "from", "`TIME` of the first failure, RFC 3339 (e.g. 2025-06-01T12:00:00Z); fire times count from it")
-	width := fs.Int("width", 40, "width of the longest bar, in terminal cells")
-	ascii := fs.Bool("ascii", false, "draw bars with '#' instead of Unicode blocks")
+// planOptions are plan's flags.
+type planOptions struct {
+	n     int
+	key   string
+	from  timeFlag
+	width int
+	ascii bool
+}
 
+func planFlags() (*flag.FlagSet, *planOptions) {
+	fs := newFlagSet("plan")
+	o := new(planOptions)
+	fs.IntVar(&o.n, "n", 10, "number of attempts to table, 1.."+strconv.Itoa(maxPlanAttempts))
+	fs.StringVar(&o.key, "key", "", "job `ID` to key jitter by, as the adapters do (backoff.Key); empty draws unkeyed randomness")
+	fs.Var(&o.from, "from", "`TIME` of the first failure, RFC 3339 (e.g. 2025-06-01T12:00:00Z) or now, the default; fire times count from it")
+	fs.IntVar(&o.width, "width", 40, "width of the longest bar, in terminal cells")
+	fs.BoolVar(&o.ascii, "ascii", false, "draw bars with '#' instead of Unicode blocks")
+	return fs, o
+}
+
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	fs, o := planFlags()
 	text, code, ok := parseCommandLine(fs, planHelp(fs), args, stdout, stderr)
 	if !ok {
 		return code
 	}
 	switch {
-	case *n < 1 || *n > maxPlanAttempts:
-		return usageError(stderr, fs, "-n %d is out of range, want the number of attempts to table, 1..%d", *n, maxPlanAttempts)
-	case *width < 1 || *width > 500:
-		return usageError(stderr, fs, "-width %d is out of range, want 1..500 cells", *width)
+	case o.n < 1 || o.n > maxPlanAttempts:
+		return usageError(stderr, fs, "-n %d is out of range, want the number of attempts to table, 1..%d", o.n, maxPlanAttempts)
+	case o.width < 1 || o.width > 500:
+		return usageError(stderr, fs, "-width %d is out of range, want 1..500 cells", o.width)
 	}
 	p, ok := parsePolicy("plan", text, stderr)
 	if !ok {
@@ -59,11 +72,11 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	}
 	writePlan(stdout, plan{
 		policy: p,
-		key:    *key,
-		from:   from.or(func() time.Time { return time.Now().Truncate(time.Millisecond) }),
-		n:      *n,
-		width:  *width,
-		ascii:  *ascii,
+		key:    o.key,
+		from:   o.from.or(func() time.Time { return time.Now().Truncate(time.Millisecond) }),
+		n:      o.n,
+		width:  o.width,
+		ascii:  o.ascii,
 	})
 	return exitOK
 }
