@@ -200,8 +200,8 @@ func simulate(p backoff.Policy, jobs, attempt, maxBuckets int, seed string) *her
 	return h
 }
 
-// niceWidth returns the smallest round duration (1, 2 or 5 times a power of
-// ten below a second; 1s, 2s, 5s, 10s, 15s, 30s, 1m ... 24h above, then 1, 2
+// niceWidth returns the smallest round duration (1, 2, 2.5 or 5 times a
+// power of ten up to a second; 1s, 2s, 5s, 10s, 15s, 30s, 1m ... 24h above, then 1, 2
 // or 5 times a power of ten days) that splits [0, span] into at most n
 // buckets.
 func niceWidth(span time.Duration, n int) time.Duration {
@@ -214,9 +214,9 @@ func niceWidth(span time.Duration, n int) time.Duration {
 	}
 	if raw <= time.Second {
 		for m := time.Duration(1); ; m *= 10 {
-			for _, f := range []time.Duration{1, 2, 5} {
-				if f*m >= raw {
-					return f * m
+			for _, w := range []time.Duration{m, 2 * m, 5 * m / 2, 5 * m} {
+				if w >= raw {
+					return w
 				}
 			}
 		}
