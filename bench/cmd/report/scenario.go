@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// A scenario is a section filled from whole-run benchmarks against real
+// servers (one queue run per iteration), which report their figures with
+// b.ReportMetric. The section shows every custom metric its benchmarks
+// print, so a new metric needs no change here.
+type scenario struct {
+	anchor, title string
+	// benches are the top-level benchmark names that feed the section.
+	benches []string
+	// intro says what is measured and how to read it.
+	intro []string
+	// units orders the metric columns that come first; any other metric
+	// follows in the order it was printed.
+	units []string
+	// ratio, when set, adds a column comparing each row with a sibling.
+	ratio *ratio
+	// missing says why there is nothing yet when no benchmark exists.
+	missing string
+}
+
+// ratio compares unit between a row and its sibling named base (the rows
+// share everything in their name but the last element).
+type ratio struct {
+	unit, base, label string
+	// rebound names the rows that are rebound's own, whose ratio below 1
+	// (or above, when lowerIsBetter) means rebound is slower.
+	rebound       string
+	lowerIsBetter bool
+}
+
+var scenarios = []scenario{
+	{
+		anchor: "lateness", title: "Retry lateness",
+		benches: []string{"BenchmarkLateness"},
+		intro: []string{
+			"How late each retry starts after its computed fire time, on real servers, under one",
+			"policy: p50, p99 and max in ms, and how many retries started **early** (before their",
+			"time; rebound's rule is that this is always 0). `idle` runs retries alone, `loaded`",
+			"with 10k other jobs in flight. asynq stores retry times in whole seconds and promotes",
+			"every `DelayedTaskCheckInterval`; River polls every `FetchPollInterval`.",
+		},
+		units:   []string{"p50-ms", "p99-ms", "max-ms", "early", "retries"},
+		missing: "no BenchmarkLateness/<engine>/<config>/<load> benchmark exists in ./bench yet (the adapters' lateness runs have not landed)",
+	},
+	{
+		anchor: "throughput", title: "Throughput",
+		benches: []string{"BenchmarkThroughput"},
+		intro: []string{
+			"Jobs per second end to end where every job fails once and succeeds on its retry: the",
+			"native path and asynq on the same Redis, River on PostgreSQL for reference.",
+		},
+		units:   []string{"jobs/s"},
+		ratio:   &ratio{unit: "jobs/s", base: "asynq", label: "÷ asynq", rebound: "native"},
+		missing: "no BenchmarkThroughput/<engine> benchmark exists in ./bench yet",
+	},
+	{
+		anchor: "promotion", title: "Promotion",
+		benches: []string{"BenchmarkPromotion"},
+		intro: []string{
+			"Due jobs moved from the native delayed set to the wait list per second by the native",
+			"sweep, with 100k jobs due at once.",
+		},
+		units:   []string{"promoted/s", "jobs"},
+		missing: "no BenchmarkPromotion benchmark exists in ./bench yet (it needs the native path's sweep)",
+	},
+	{
+		anchor: "herd", title: "The herd through a real queue",
+		benches: []string{"BenchmarkHerd"},
+		intro: []string{
+			"10k jobs fail together and are retried through a real queue; the re-fire times are",
+			"bucketed in 10 ms. **peak/uniform** is the fullest bucket over the count a perfectly",
+			"uniform spread over the same window would put in each: the target with full jitter is",
+			"<= 1.5 (the queue must not re-clump what jitter spread). Without jitter the whole",
+			"cohort lands in a bucket or two.",
+		},
+		units:   []string{"peak/uniform", "peak-jobs", "window-ms", "jobs"},
+		missing: "no BenchmarkHerd benchmark exists in ./bench yet",
+	},
+	{
+		anchor: "memory", title: "Memory per waiting retry",
+		benches: []string{"BenchmarkMemory"},
+		intro: []string{
+			"Redis bytes per job waiting for its retry (`INFO memory` used_memory before and after),",
+			"same payload, native delayed set vs asynq's retry set, and what 10M waiting retries",
+			"would take at that rate. Target: native <= 0.6× asynq.",
+		},
+		units:   []string{"bytes/job", "GB/10M", "jobs"},
+		ratio:   &ratio{unit: "bytes/job", base: "asynq", label: "÷ asynq", rebound: "native", lowerIsBetter: true},
+		missing: "no BenchmarkMemory/<engine> benchmark exists in ./bench yet",
+	},
+}
+
+// scenarioPattern is the -bench pattern selecting every scenario.
+func scenarioPattern() string {
+	var names []string
+	for _, s := range scenarios {
+		names = append(names, s.benches...)
+	}
+	return "^(" + strings.Join(names, "|") + ")$"
+}
+
+var hiddenUnits = []string{"ns/op", "B/op", "allocs/op"}
+
+func (r *report) writeScenario(m *md, s scenario) {
+	m.p("## %s", s.title)
+	m.p("")
+	m.p("<a id=%q></a>", s.anchor)
+	m.p("")
+	for _, l := range s.intro {
+		m.p("%s", l)
+	}
+	m.p("")
+	var bs []*bench
+	for _, top := range s.benches {
+		bs = append(bs, r.results.under(top)...)
+	}
+	var units []string
+	for _, u := range s.units {
+		for _, b := range bs {
+			if _, ok := b.Samples[u]; ok {
+				units = append(units, u)
+				break
+			}
+		}
+	}
+	for _, name := range r.results.order {
+		b := r.results.benches[name]
+		if !slices.Contains(bs, b) {
+			continue
+		}
+		for u := range b.Samples {
+			if !slices.Contains(units, u) && !slices.Contains(hiddenUnits, u) {
+				units = append(units, u)
+			}
+		}
+	}
+	if len(bs) == 0 || len(units) == 0 {
+		var prefix string
+		if len(s.benches) > 0 {
+			prefix = s.benches[0]
+		}
+		r.notMeasured(m, "scenarios", prefix, s.missing)
+		return
+	}
+	head := "| run |"
+	sep := "| --- |"
+	for _, u := range units {
+		head += " " + u + " |"
+		sep += " ---: |"
+	}
+	if s.ratio != nil {
+		head += " " + s.ratio.label + " |"
+		sep += " ---: |"
+	}
+	m.p("%s runs |", head)
+	m.p("%s ---: |", sep)
+	for _, b := range bs {
+		name := b.Name
+		for _, top := range s.benches {
+			name = strings.TrimPrefix(name, top+"/")
+		}
+		row := fmt.Sprintf("| <a id=%q></a>%s |", slug(s.anchor, name), name)
+		for _, u := range units {
+			v, ok := b.Median(u)
+			if !ok {
+				row += " — |"
+				continue
+			}
+			row += " " + num(v) + " |"
+		}
+		if s.ratio != nil {
+			row += " " + r.scenarioRatio(s, b) + " |"
+		}
+		m.p("%s %d |", row, len(b.Samples[units[0]]))
+	}
+	m.p("")
+	if reasons := r.results.skipReasons(s.benches[0]); len(reasons) > 0 {
+		m.p("Not measured in this run: %s.", strings.Join(reasons, "; "))
+		m.p("")
+	}
+}
+
+// scenarioRatio returns the ratio cell of b, and records a rebound row that
+// is worse than its baseline.
+func (r *report) scenarioRatio(s scenario, b *bench) string {
+	i := strings.LastIndex(b.Name, "/")
+	if i < 0 {
+		return "—"
+	}
+	group, leaf := b.Name[:i], b.Name[i+1:]
+	base := r.results.benches[group+"/"+s.ratio.base]
+	if base == nil || leaf == s.ratio.base {
+		return "—"
+	}
+	v, ok1 := b.Median(s.ratio.unit)
+	bv, ok2 := base.Median(s.ratio.unit)
+	if !ok1 || !ok2 || bv == 0 {
+		return "—"
+	}
+	x := v / bv
+	if leaf == s.ratio.rebound {
+		worse := x < 1
+		if s.ratio.lowerIsBetter {
+			worse = x > 1
+		}
+		if worse {
+			r.slower = append(r.slower, fmt.Sprintf("[%s, %s](#%s): %s %s %s vs %s %s (%.2f×).",
+				s.anchor, strings.TrimPrefix(group, s.benches[0]+"/"), slug(s.anchor, strings.TrimPrefix(b.Name, s.benches[0]+"/")),
+				leaf, num(v), s.ratio.unit, s.ratio.base, num(bv), x))
+		}
+	}
+	return fmt.Sprintf("%.2f×", x)
+}
