@@ -1,0 +1,226 @@
+package reboundasynq
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/rebound-go/rebound/backoff"
+)
+
+// panicky is a foreign policy that panics on every call.
+type panicky struct{}
+
+func (panicky) Delay(int, backoff.Source) time.Duration { panic("policy boom") }
+func (panicky) Max() time.Duration                      { panic("policy boom") }
+func (panicky) String() string                          { return "panicky" }
+
+// TestPanickingPolicy: the worker survives a policy that panics, in the
+// middleware and in RetryDelay; the retry falls back to the fallback delay,
+// the cap still holds, and the panic is reported.
+func TestPanickingPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reported errs
+		r := mustNew(t, mustRule(t, panicky{}, 3), WithErrorHandler(reported.add), WithFallbackDelay(2*time.Second))
+		rc := newRecorder(func(string, int) error { return errBoom })
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+		id := s.enqueue(t, nil, nil, asynq.MaxRetry(10))
+		s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
+		runs := rc.get(id)
+		if len(runs) != 3 {
+			t.Fatalf("handler ran %d times, want 3", len(runs))
+		}
+		for i := 1; i < len(runs); i++ {
+			if gap := runs[i].start.Sub(runs[i-1].end); gap < 2*time.Second {
+				t.Errorf("retry %d ran %v after the failure, before the 2s fallback", i, gap)
+			}
+		}
+		var pe *PanicError
+		if got := reported.list(); len(got) < 2 || !errors.As(got[0], &pe) || pe.Op != "policy" || len(pe.Stack) == 0 {
+			t.Fatalf("reported %v, want a policy *PanicError per failed attempt", got)
+		}
+	})
+	// RetryDelay on its own (no middleware in front) survives too.
+	var reported errs
+	r := mustNew(t, mustRule(t, panicky{}, 3), WithErrorHandler(reported.add), WithFallbackDelay(2*time.Second))
+	d := r.RetryDelay(0, errBoom, asynq.NewTask(kind, nil))
+	if d < 2*time.Second || d > 3*time.Second {
+		t.Errorf("RetryDelay with a panicking policy = %v, want the 2s fallback rounded up to a whole second", d)
+	}
+	if len(reported.list()) != 1 {
+		t.Errorf("reported %v, want one panic", reported.list())
+	}
+}
+
+// TestHandlerPanic: a panicking handler is a failed attempt under the rule,
+// visible as *PanicError to the ErrorHandler.
+func TestHandlerPanic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2))
+		seen := make(chan error, 4)
+		rc := newRecorder(func(_ string, a int) error {
+			if a == 1 {
+				panic("handler boom")
+			}
+			return nil
+		})
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{
+			errorHandler: func(_ context.Context, _ *asynq.Task, err error) { seen <- err },
+		})
+		id := s.enqueue(t, nil, nil, asynq.Retention(time.Hour))
+		s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
+		err := <-seen
+		var pe *PanicError
+		if !errors.As(err, &pe) || pe.Op != "handler" || pe.Value != "handler boom" {
+			t.Fatalf("ErrorHandler saw %v, want a handler *PanicError", err)
+		}
+		// The panicking run never reached the recorder; the second did.
+		if runs := rc.get(id); len(runs) != 1 || runs[0].attempt != 2 {
+			t.Fatalf("recorded runs %+v, want only attempt 2", runs)
+		}
+	})
+}
+
+// TestObserverPanics: an observer that panics never stops the task or the
+// worker; the panic is reported.
+func TestObserverPanics(t *testing.T) {
+	for _, where := range []string{"started", "ended"} {
+		t.Run(where, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var reported errs
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 3), WithObserver(&observed{panicOn: where}), WithErrorHandler(reported.add))
+				rc := newRecorder(func(_ string, a int) error {
+					if a < 3 {
+						return errBoom
+					}
+					return nil
+				})
+				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+				id := s.enqueue(t, nil, nil, asynq.Retention(time.Hour))
+				s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
+				var pe *PanicError
+				got := reported.list()
+				if len(got) != 3 || !errors.As(got[0], &pe) || pe.Op != "observer" {
+					t.Fatalf("reported %v, want 3 observer panics", got)
+				}
+			})
+		})
+	}
+}
+
+// TestDeadlineExceededCap: when asynq's own deadline path wins, the
+// middleware's SkipRetry never reaches asynq and asynq keeps retrying on its
+// MaxRetry; the next delivery past the rule's cap is archived without
+// running the handler.
+func TestDeadlineExceededCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &observed{}
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithObserver(obs))
+		rc := newRecorder(func(string, int) error { return nil })
+		h := func(ctx context.Context, task *asynq.Task) error {
+			_ = rc.handle(ctx, task)
+			<-ctx.Done()
+			time.Sleep(10 * time.Millisecond) // let asynq's ctx.Done branch win
+			return ctx.Err()
+		}
+		s := start(t, miniRedis(t), "q", r, h, serverOpts{})
+		id := s.enqueue(t, nil, nil, asynq.MaxRetry(10), asynq.Timeout(3*time.Second))
+		info := s.waitState(t, id, asynq.TaskStateArchived, 2*time.Minute)
+		if n := len(rc.get(id)); n != 2 {
+			t.Fatalf("handler ran %d times, want 2 (MaxAttempts)", n)
+		}
+		if !strings.Contains(info.LastErr, "past MaxAttempts 2") {
+			t.Errorf("LastErr %q, want the ExhaustedError", info.LastErr)
+		}
+		as, res := obs.results()
+		last := len(res) - 1
+		if as[last].Number != 3 || res[last].Decision.Outcome != backoff.OutcomeExhausted {
+			t.Errorf("last report %+v %+v, want attempt 3 exhausted", as[last], res[last])
+		}
+	})
+}
+
+// TestWithoutMiddleware: RetryDelay alone gives the rule's delay for
+// attempt n+1, landing on a whole second, never shorter.
+func TestWithoutMiddleware(t *testing.T) {
+	exp := backoff.Must(backoff.Exponential(300*time.Millisecond, time.Minute))
+	r := mustNew(t, mustRule(t, exp, 5))
+	for n := range 8 {
+		now := time.Now()
+		d := r.RetryDelay(n, errBoom, asynq.NewTask(kind, nil))
+		want := backoff.Delay(exp, n+1, backoff.Source{})
+		// asynq stores time.Now().Add(d).Unix(): that second must not be
+		// before the delay has passed.
+		stored := time.Unix(time.Now().Add(d).Unix(), 0)
+		if d < want || d > want+time.Second+50*time.Millisecond {
+			t.Errorf("n=%d: delay %v, want %v rounded up to a whole second", n, d, want)
+		}
+		if stored.Before(now.Add(want)) {
+			t.Errorf("n=%d: stored second %v is before now+delay %v", n, stored, now.Add(want))
+		}
+	}
+	// The same through a server with no middleware: numbering still holds.
+	synctest.Test(t, func(t *testing.T) {
+		rc := newRecorder(func(string, int) error { return errBoom })
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{noMiddleware: true})
+		id := s.enqueue(t, nil, nil, r.MaxRetry())
+		s.waitState(t, id, asynq.TaskStateArchived, 2*time.Minute)
+		runs := rc.get(id)
+		if len(runs) != 5 {
+			t.Fatalf("ran %d times, want 5", len(runs))
+		}
+		for i := 1; i < len(runs); i++ {
+			if gap, want := runs[i].start.Sub(runs[i-1].end), backoff.Delay(exp, i, backoff.Source{}); gap < want {
+				t.Errorf("retry %d after %v, before the %v delay", i, gap, want)
+			}
+		}
+	})
+}
+
+// TestIsFailure: errors the server does not count as failures are retried
+// without using up the cap.
+func TestIsFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		errBusy := errors.New("busy")
+		notBusy := func(err error) bool { return !errors.Is(err, errBusy) }
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithIsFailure(notBusy))
+		rc := newRecorder(func(_ string, a int) error { return errBusy })
+		var calls int
+		rc.fail = func(string, int) error {
+			calls++
+			if calls <= 3 {
+				return errBusy
+			}
+			return errBoom
+		}
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{isFailure: notBusy})
+		id := s.enqueue(t, nil, nil, asynq.MaxRetry(10))
+		s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
+		runs := rc.get(id)
+		// 3 busy runs (attempt 1 each time), then attempt 1 and 2 fail.
+		want := []int{1, 1, 1, 1, 2}
+		if len(runs) != len(want) {
+			t.Fatalf("ran %d times, want %d", len(runs), len(want))
+		}
+		for i, w := range want {
+			if runs[i].attempt != w {
+				t.Errorf("run %d attempt %d, want %d", i, runs[i].attempt, w)
+			}
+		}
+	})
+}
+
+// TestNewErrors: bad input is an error that says what was wrong.
+func TestNewErrors(t *testing.T) {
+	if _, err := New(backoff.Rule{}); err == nil || !strings.Contains(err.Error(), "backoff.NewRule") {
+		t.Errorf("New(zero rule) = %v, want an error naming backoff.NewRule", err)
+	}
+	if _, err := New(mustRule(t, fixed(t, time.Second), 2), WithFallbackDelay(-time.Second)); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("New(negative fallback) = %v, want an error", err)
+	}
+}
