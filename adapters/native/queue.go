@@ -189,7 +189,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	k := q.keys
 	res, err := scriptEnqueue.Run(ctx, q.rdb,
 		[]string{k.job(o.id), k.wait, k.delayed, k.marker, k.counter},
-		o.id, payload, o.name, o.maxAttempts, ceilMillis(o.delay), meta).Slice()
+		o.id, payload, o.name, o.maxAttempts, ceilMicros(o.delay), meta).Slice()
 	if err != nil {
 		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
 	}
@@ -206,12 +206,13 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ceilMillis rounds d up to whole milliseconds, so a delay is never cut.
-func ceilMillis(d time.Duration) int64 {
+// ceilMicros rounds d up to whole microseconds, the unit delays are sent
+// to the scripts in.
+func ceilMicros(d time.Duration) int64 {
 	if d <= 0 {
 		return 0
 	}
-	return int64((d + time.Millisecond - 1) / time.Millisecond)
+	return int64((d + time.Microsecond - 1) / time.Microsecond)
 }
 
 func encodeMeta(m map[string]string) (string, error) {

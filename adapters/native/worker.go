@@ -594,7 +594,7 @@ func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision,
 	}
 	return scriptFail.Run(ctx, w.q.rdb,
 		[]string{k.job(id), k.active, k.delayed, k.failed, k.attempts, k.leases, k.marker, k.counter},
-		id, token, ceilMillis(d.Delay), permanent, maxAttempts, msg, meta, rec).Slice()
+		id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec).Slice()
 }
 
 func (w *Worker) observeStart(ctx context.Context, a observe.Attempt) (out context.Context) {

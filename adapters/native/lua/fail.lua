@@ -4,7 +4,7 @@
 -- delay is the literal one the host computed; no curve is computed here.
 -- KEYS: 1 job hash, 2 active, 3 delayed, 4 failed, 5 attempts, 6 leases,
 --       7 marker, 8 counter
--- ARGV: 1 id, 2 lease token, 3 delay ms, 4 permanent (1/0),
+-- ARGV: 1 id, 2 lease token, 3 delay (microseconds), 4 permanent (1/0),
 --       5 max attempts, 6 error text, 7 metadata (JSON; "" keeps the stored
 --       one), 8 reclaim (1: only if the lease has expired)
 -- Returns {1, attempts, fire_ms} retried; {2, attempts, finished_ms} failed;

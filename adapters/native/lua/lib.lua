@@ -20,10 +20,11 @@ local function delayed_score(fire_ms, counter_key)
   return fire_ms * 4096 + seq
 end
 
--- The fire time of a delay: the next whole millisecond at or after now, plus
--- the delay, so a job never becomes due before now + delay.
-local function fire_ms(us, delay_ms)
-  return math.floor((us + 999) / 1000) + delay_ms
+-- The fire time, in ms, of a delay given in microseconds: now plus the
+-- delay, rounded up to the next whole millisecond, so a job never becomes due
+-- before now + delay and is late by less than a millisecond.
+local function fire_ms(us, delay_us)
+  return math.floor((us + delay_us + 999) / 1000)
 end
 
 -- Moves up to 1000 due jobs from the delayed set to the back of the wait
