@@ -20,7 +20,7 @@ const (
 
 func herdHelp(fs *flag.FlagSet) func(io.Writer) {
 	return func(w io.Writer) {
-		fmt.Fprint(w, `Usage: rebound herd POLICY [-jobs 1000] [-attempt 3] [-buckets 20] [-seed S] [-svg FILE]
+		fmt.Fprint(w, `Usage: rebound herd POLICY [-jobs 1000] [-attempt 3] [-buckets 20] [-seed S] [-svg FILE] [-width 30] [-ascii]
 
 herd shows a thundering herd: a cohort of jobs that all fail at the same
 moment, at the same attempt, and where their retries land. It draws two
@@ -53,7 +53,7 @@ func herdFlags() (*flag.FlagSet, *herdOptions) {
 	o := new(herdOptions)
 	fs.IntVar(&o.jobs, "jobs", 1000, "number of jobs in the cohort, 1.."+strconv.Itoa(maxHerdJobs))
 	fs.IntVar(&o.attempt, "attempt", 3, "the attempt every job just failed (1-based; the first retry follows attempt 1)")
-	fs.IntVar(&o.buckets, "buckets", 20, "most histogram buckets, 1.."+strconv.Itoa(maxHerdBuckets)+"; the bucket width is rounded to a round duration")
+	fs.IntVar(&o.buckets, "buckets", 20, "most histogram buckets, 1.."+strconv.Itoa(maxHerdBuckets)+"; each bucket is a round duration (1, 2, 2.5 or 5 x 10^k, or 15s, 30s, 1m ...)")
 	fs.StringVar(&o.seed, "seed", "", "prefix for the job keys: job i is keyed \"`S`/job-i\" instead of \"job-i\"")
 	fs.StringVar(&o.svg, "svg", "", "also write the histograms to `FILE` as an SVG a browser shows; - writes only the SVG, to stdout")
 	fs.IntVar(&o.width, "width", 30, "width of the longest bar, in terminal cells")
@@ -248,6 +248,12 @@ func (h *herd) window(b int) string { return h.edge(b) + "-" + h.edge(b+1) }
 
 func (h *herd) mean() float64 { return float64(h.jobs) / float64(h.buckets) }
 
+// meanText prints the mean to at most two decimals: 50, 62.5, 8333.33.
+func (h *herd) meanText() string {
+	s := strconv.FormatFloat(h.mean(), 'f', 2, 64)
+	return strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+}
+
 func (h *herd) writeText(w io.Writer, barWidth int, ascii bool) {
 	fmt.Fprintf(w, "herd    %d jobs fail together at attempt %d; job keys %q .. %q\n", h.jobs, h.attempt, h.firstKey, h.lastKey)
 	for _, s := range h.series {
@@ -304,7 +310,7 @@ func (h *herd) writeText(w io.Writer, barWidth int, ascii bool) {
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
 	fmt.Fprintf(w, "%s%s per bucket: %d jobs spread evenly over %d buckets of %s\n",
-		padRight("mean", widths[0]+3), strconv.FormatFloat(h.mean(), 'f', -1, 64), h.jobs, h.buckets, trimDur(h.width))
+		padRight("mean", widths[0]+3), h.meanText(), h.jobs, h.buckets, trimDur(h.width))
 	fmt.Fprintln(w)
 
 	if len(h.series) == 2 {
@@ -341,11 +347,11 @@ func (h *herd) figure() chart.Histogram {
 			counts[i] = float64(c)
 		}
 		fig.Panels = append(fig.Panels, chart.Panel{
-			Title:      fmt.Sprintf("%s: %s (peak %d at %s, mean %s per bucket)", s.role, s.policy, s.peak, h.window(s.peakAt), strconv.FormatFloat(h.mean(), 'f', -1, 64)),
+			Title:      fmt.Sprintf("%s: %s (peak %d at %s, mean %s per bucket)", s.role, s.policy, s.peak, h.window(s.peakAt), h.meanText()),
 			Counts:     counts,
 			Color:      colors[s.role],
 			Guide:      h.mean(),
-			GuideLabel: "mean " + strconv.FormatFloat(h.mean(), 'f', -1, 64),
+			GuideLabel: "mean " + h.meanText(),
 		})
 	}
 	return fig
