@@ -423,3 +423,15 @@ func Example_herd() {
 	//
 	// jitter cuts the peak from 40 to 12 retries per 250ms, 3.3x lower.
 }
+
+func TestHerdMeanText(t *testing.T) {
+	tests := []struct {
+		jobs, buckets int
+		want          string
+	}{{1000, 20, "50"}, {500, 8, "62.5"}, {1_000_000, 120, "8333.33"}, {1, 3, "0.33"}}
+	for _, tt := range tests {
+		if got := (&herd{jobs: tt.jobs, buckets: tt.buckets}).meanText(); got != tt.want {
+			t.Errorf("mean of %d jobs over %d buckets = %q, want %q", tt.jobs, tt.buckets, got, tt.want)
+		}
+	}
+}
