@@ -252,9 +252,22 @@ func (w *worker) settle() map[string]State {
 	deadline := time.Now().Add(timeout)
 	states := make(map[string]State, len(ids))
 	pending := ids
+	var lastFull time.Time
 	for {
+		// A job whose recorded runs are not all done yet is asked about
+		// only in a full sweep, once a second (still soon enough to catch
+		// an engine that ends a job too early), so that a waiting cohort
+		// does not load the engine it is measuring.
+		full := time.Since(lastFull) >= time.Second
+		if full {
+			lastFull = time.Now()
+		}
 		var still []string
 		for _, id := range pending {
+			if !full && !w.looksDone(id) {
+				still = append(still, id)
+				continue
+			}
 			st, err := w.eng.State(ctx, id)
 			if err != nil {
 				// Reported once; the job's runs are still verified.
@@ -279,11 +292,18 @@ func (w *worker) settle() map[string]State {
 			}
 			return states
 		}
-		// Pace the sweeps so that a cohort of pending jobs does not load
-		// the engine it is measuring: at most about 4000 State calls a
-		// second.
-		time.Sleep(min(max(w.pollInterval(), time.Duration(len(pending))*250*time.Microsecond), 250*time.Millisecond))
+		time.Sleep(w.pollInterval())
 	}
+}
+
+// looksDone reports whether the job has run as often as its script says
+// and its last run has returned.
+func (w *worker) looksDone(id string) bool {
+	w.mu.Lock()
+	want, _ := w.scripts[id].expect(w.rule.MaxAttempts())
+	w.mu.Unlock()
+	runs := w.rec.runs(id)
+	return len(runs) >= want && runs[len(runs)-1].ended
 }
 
 // describe summarises a job's script for violations.
