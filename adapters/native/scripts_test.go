@@ -1,0 +1,409 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/backoff"
+)
+
+// idle returns a worker that is never started, for driving the scripts by
+// hand.
+func idle(t *testing.T, q *Queue, rule backoff.Rule, opts ...WorkerOption) *Worker {
+	t.Helper()
+	w, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func reserveOne(t *testing.T, w *Worker) (*Job, string) {
+	t.Helper()
+	jobs, tokens, _, err := w.reserve(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("reserve gave %d jobs, want 1", len(jobs))
+	}
+	return jobs[0], tokens[0]
+}
+
+// tc turns a script reply into its status code, failing the test on error.
+type tc struct{ t *testing.T }
+
+func (c tc) code(res []any, err error) int64 {
+	c.t.Helper()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return parseInt(res[0])
+}
+
+func TestUnknownJob(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "unknown")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+		if _, err := q.Job(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Job(unknown) = %v, want ErrNotFound", err)
+		}
+		if c := (tc{t}).code(w.complete(ctx, "nope", "1", "")); c != -2 {
+			t.Errorf("complete(unknown) = %d, want -2 (unknown job)", c)
+		}
+		if c := (tc{t}).code(w.fail(ctx, "nope", "1", backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)); c != -2 {
+			t.Errorf("fail(unknown) = %d, want -2 (unknown job)", c)
+		}
+		_, err := w.finish("nope", func(ctx context.Context) ([]any, error) { return w.complete(ctx, "nope", "1", "") })
+		if !errors.Is(err, ErrNotFound) {
+			t.Errorf("finish(unknown) = %v, want ErrNotFound", err)
+		}
+		if n, err := q.Counts(ctx); err != nil || n != (Counts{}) {
+			t.Errorf("counts after calls on an unknown job = %+v, %v; want all zero", n, err)
+		}
+	})
+}
+
+func TestDoubleCompletion(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "double")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+		id, err := q.Enqueue(ctx, []byte("p"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, tok := reserveOne(t, w)
+		if j.ID != id || j.Attempt != 1 || string(j.Payload) != "p" {
+			t.Fatalf("reserved %+v, want job %s attempt 1 payload p", j, id)
+		}
+		if c := (tc{t}).code(w.complete(ctx, id, tok, "")); c != 1 {
+			t.Fatalf("first complete = %d, want 1", c)
+		}
+		// The same call again (a retry whose first reply was lost) is told
+		// it was applied and changes nothing.
+		if c := (tc{t}).code(w.complete(ctx, id, tok, "")); c != 0 {
+			t.Errorf("second complete with the same token = %d, want 0 (already applied)", c)
+		}
+		if c := (tc{t}).code(w.fail(ctx, id, tok, backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "late", "", false)); c != 0 {
+			t.Errorf("fail after complete with the same token = %d, want 0", c)
+		}
+		if c := (tc{t}).code(w.complete(ctx, id, "999999", "")); c != -1 {
+			t.Errorf("complete with a foreign token = %d, want -1 (stale)", c)
+		}
+		info, err := q.Job(ctx, id)
+		if err != nil || info.State != StateCompleted || info.Attempts != 1 || info.LastError != "" {
+			t.Errorf("after double completion: %+v, %v; want completed after 1 attempt, no error", info, err)
+		}
+		if n, _ := q.Counts(ctx); n != (Counts{Completed: 1}) {
+			t.Errorf("counts %+v, want one completed job", n)
+		}
+	})
+}
+
+func TestStaleWorkerAfterReclaim(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "stale")
+		rule := fixedRule(t, 40*time.Millisecond, 3)
+		w := idle(t, q, rule, WithLease(50*time.Millisecond))
+		id, _ := q.Enqueue(ctx, []byte("p"))
+		_, oldTok := reserveOne(t, w)
+
+		// The lease is live: reclaim leaves it alone, and a reclaiming
+		// fail is refused even with the right token.
+		if n, err := w.reclaimOnce(ctx, 10); err != nil || n != 0 {
+			t.Fatalf("reclaim with a live lease found %d (%v), want 0", n, err)
+		}
+		if c := (tc{t}).code(w.fail(ctx, id, oldTok, backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", true)); c != -3 {
+			t.Fatalf("reclaiming fail on a live lease = %d, want -3", c)
+		}
+		time.Sleep(70 * time.Millisecond)
+		if n, err := w.reclaimOnce(ctx, 10); err != nil || n != 1 {
+			t.Fatalf("reclaim after expiry found %d (%v), want 1", n, err)
+		}
+		info, _ := q.Job(ctx, id)
+		if info.State != StateDelayed || info.Attempts != 1 || info.LastError != ErrLeaseExpired.Error() {
+			t.Fatalf("reclaimed job: %+v; want delayed, 1 attempt counted, lease-expired error", info)
+		}
+
+		// The stale worker comes back: neither completing nor failing nor
+		// renewing may touch the newer state.
+		if c := (tc{t}).code(w.complete(ctx, id, oldTok+"x", "")); c != -1 {
+			t.Errorf("stale complete = %d, want -1", c)
+		}
+		if res, err := scriptExtend.Run(ctx, rdb, []string{q.keys.active, q.keys.leases}, 1000, id, oldTok).Slice(); err != nil || parseInt(res[0]) != 0 {
+			t.Errorf("stale extend = %v, %v; want 0", res, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+		j, newTok := reserveOne(t, w)
+		if j.Attempt != 2 || newTok == oldTok {
+			t.Fatalf("re-reserved attempt %d token %s (old %s); want attempt 2 and a new token", j.Attempt, newTok, oldTok)
+		}
+		_, err := w.finish(id, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, oldTok, "") })
+		// The old token finished the reclaim (it is the job's last
+		// finishing token), so the stale call is told "already applied"
+		// and changes nothing; a different stale token is refused.
+		if err != nil {
+			t.Errorf("stale complete with the reclaimed token: %v, want a no-op", err)
+		}
+		_, err = w.finish(id, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, "12345", "") })
+		if !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("stale complete with a foreign token: %v, want ErrLeaseLost", err)
+		}
+		if info, _ := q.Job(ctx, id); info.State != StateActive || info.Attempts != 2 {
+			t.Errorf("after stale calls: %+v; want active with attempt 2", info)
+		}
+		if c := (tc{t}).code(w.complete(ctx, id, newTok, "")); c != 1 {
+			t.Errorf("current holder's complete = %d, want 1", c)
+		}
+	})
+}
+
+func TestPoisonJobStopsAtCap(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "poison")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 3), WithLease(50*time.Millisecond))
+		id, _ := q.Enqueue(ctx, nil)
+		for attempt := 1; attempt <= 3; attempt++ {
+			deadline := time.Now().Add(2 * time.Second)
+			var j *Job
+			for j == nil {
+				jobs, _, _, err := w.reserve(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(jobs) == 1 {
+					j = jobs[0]
+				} else if time.Now().After(deadline) {
+					t.Fatalf("attempt %d never became runnable", attempt)
+				} else {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+			if j.Attempt != attempt {
+				t.Fatalf("reserved attempt %d, want %d", j.Attempt, attempt)
+			}
+			// The worker "dies": nothing is stored, the lease runs out.
+			time.Sleep(60 * time.Millisecond)
+			if n, err := w.reclaimOnce(ctx, 10); err != nil || n != 1 {
+				t.Fatalf("attempt %d: reclaim found %d (%v), want 1", attempt, n, err)
+			}
+		}
+		info, _ := q.Job(ctx, id)
+		if info.State != StateFailed || info.Attempts != 3 {
+			t.Fatalf("poison job: %+v; want failed after 3 attempts", info)
+		}
+	})
+}
+
+func TestSameMillisecondFIFO(t *testing.T) {
+	// On miniredis the clock is frozen, so every job shares one fire
+	// millisecond and only the sequence number orders them.
+	m := miniredis.RunT(t)
+	m.SetTime(time.UnixMilli(1_800_000_000_000))
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	checkFIFO(t, rdb, "rbt", func() { m.SetTime(time.UnixMilli(1_800_000_000_000 + 60)) })
+	t.Run("redis", func(t *testing.T) {
+		rdb, prefix := backends[0].open(t)
+		checkFIFO(t, rdb, prefix, func() { time.Sleep(60 * time.Millisecond) })
+	})
+}
+
+func checkFIFO(t *testing.T, rdb redis.UniversalClient, prefix string, advance func()) {
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "fifo")
+	const n = 300
+	var want []string
+	for i := range n {
+		id := fmt.Sprintf("job-%03d", i)
+		if _, err := q.Enqueue(ctx, nil, WithID(id), WithDelay(50*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	scores, err := rdb.ZRangeWithScores(ctx, q.keys.delayed, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := map[int64]int{}
+	for _, z := range scores {
+		ms[int64(z.Score)/0x1000]++
+	}
+	shared := 0
+	for _, c := range ms {
+		shared = max(shared, c)
+	}
+	advance()
+	if _, err := q.Promote(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rdb.LRange(ctx, q.keys.wait, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("wait list after promotion is not in enqueue order:\n got %v\nwant %v", got, want)
+	}
+	t.Logf("%d jobs, at most %d sharing one fire millisecond", n, shared)
+	if shared < 2 {
+		t.Logf("no two jobs shared a millisecond on this run; order held anyway")
+	}
+}
+
+func TestQueueNamesWithBracesAndColons(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		names := []string{"a{b}:c", "}{", "x}:job:1", "%7B", "plain:colon"}
+		qs := map[string]*Queue{}
+		for _, name := range names {
+			q := newQueue(t, rdb, prefix, name)
+			qs[name] = q
+			k := q.keys
+			tag := hashTag(k.wait)
+			for _, key := range []string{k.active, k.delayed, k.failed, k.completed, k.attempts, k.leases, k.marker, k.counter, k.job("1}:wait")} {
+				if hashTag(key) != tag {
+					t.Errorf("queue %q: key %q has hash tag %q, want %q like its wait list", name, key, hashTag(key), tag)
+				}
+			}
+			if _, err := q.Enqueue(ctx, []byte(name), WithID("1}:wait")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Distinct names never share keys: each queue sees exactly its job.
+		for name, q := range qs {
+			if c, err := q.Counts(ctx); err != nil || c.Waiting != 1 {
+				t.Errorf("queue %q counts %+v (%v), want one waiting job", name, c, err)
+			}
+			info, err := q.Job(ctx, "1}:wait")
+			if err != nil || string(info.Payload) != name {
+				t.Errorf("queue %q job payload %q (%v), want %q", name, info.Payload, err, name)
+			}
+		}
+		// And a worker runs one end to end.
+		q := qs["a{b}:c"]
+		done := make(chan string, 1)
+		startWorker(t, q, fixedRule(t, time.Millisecond, 2), func(ctx context.Context, j *Job) error {
+			done <- j.ID
+			return nil
+		})
+		select {
+		case id := <-done:
+			waitState(t, q, id, StateCompleted, 2*time.Second)
+		case <-time.After(5 * time.Second):
+			t.Fatal("job on a queue named with braces never ran")
+		}
+	})
+}
+
+// hashTag returns the part of key Redis Cluster hashes.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+func TestPayloadLimit(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "big", WithMaxPayload(1024))
+		if _, err := q.Enqueue(ctx, make([]byte, 1024)); err != nil {
+			t.Fatalf("payload at the limit: %v", err)
+		}
+		_, err := q.Enqueue(ctx, make([]byte, 1025))
+		var pe *PayloadTooLargeError
+		if !errors.As(err, &pe) || pe.Size != 1025 || pe.Limit != 1024 {
+			t.Fatalf("payload above the limit: %v, want a PayloadTooLargeError of 1025 > 1024", err)
+		}
+		want := "native: payload is 1025 bytes, above the queue's limit of 1024 bytes (raise it with WithMaxPayload)"
+		if err.Error() != want {
+			t.Errorf("error %q, want %q", err, want)
+		}
+		if c, _ := q.Counts(ctx); c.Waiting != 1 {
+			t.Errorf("%d jobs waiting, want only the one at the limit", c.Waiting)
+		}
+	})
+}
+
+func TestDuplicateID(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "dup")
+		if _, err := q.Enqueue(ctx, []byte("1"), WithID("order-7")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := q.Enqueue(ctx, []byte("2"), WithID("order-7")); !errors.Is(err, ErrJobExists) {
+			t.Fatalf("second enqueue of one ID: %v, want ErrJobExists", err)
+		}
+		info, _ := q.Job(ctx, "order-7")
+		if string(info.Payload) != "1" {
+			t.Errorf("payload %q, want the first one", info.Payload)
+		}
+	})
+}
+
+func TestBadInput(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	rule := fixedRule(t, time.Second, 3)
+	cases := []struct {
+		name string
+		err  func() error
+		want string
+	}{
+		{"nil client", func() error { _, err := NewQueue(nil, "q"); return err }, "redis client is nil"},
+		{"empty queue", func() error { _, err := NewQueue(rdb, ""); return err }, "queue name is empty"},
+		{"braced prefix", func() error { _, err := NewQueue(rdb, "q", WithPrefix("a{b")); return err }, "contains '{' or '}'"},
+		{"zero payload limit", func() error { _, err := NewQueue(rdb, "q", WithMaxPayload(0)); return err }, "payload limit 0 is not positive"},
+		{"zero rule", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, backoff.Rule{}, func(context.Context, *Job) error { return nil })
+			return err
+		}, "zero Rule"},
+		{"nil handler", func() error { q, _ := NewQueue(rdb, "q"); _, err := NewWorker(q, rule, nil); return err }, "handler is nil"},
+		{"short lease", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithLease(time.Millisecond))
+			return err
+		}, "lease 1ms is below 50ms"},
+		{"zero concurrency", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithConcurrency(0))
+			return err
+		}, "concurrency 0 is below 1"},
+		{"negative delay", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := q.Enqueue(context.Background(), nil, WithDelay(-time.Second))
+			return err
+		}, "delay -1s is negative"},
+		{"zero max attempts", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := q.Enqueue(context.Background(), nil, WithMaxAttempts(0))
+			return err
+		}, "MaxAttempts 0 is below 1"},
+		{"empty ID", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := q.Enqueue(context.Background(), nil, WithID(""))
+			return err
+		}, "job ID is empty"},
+	}
+	for _, c := range cases {
+		err := c.err()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
