@@ -1,0 +1,243 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
+)
+
+type ctxKey struct{}
+
+// recordingObserver records every call and keeps a counter in the carrier,
+// so each attempt can see what the previous one stored.
+type recordingObserver struct {
+	mu      sync.Mutex
+	started []observe.Attempt
+	ended   []observe.Result
+	seen    []string // carrier "prev" as each attempt found it
+	panicOn int      // panic in AttemptEnded of this attempt number
+}
+
+func (o *recordingObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started = append(o.started, a)
+	o.seen = append(o.seen, a.Carrier.Get("prev"))
+	a.Carrier.Set("prev", strconv.Itoa(a.Number))
+	return context.WithValue(ctx, ctxKey{}, a.Number)
+}
+
+func (o *recordingObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
+	o.mu.Lock()
+	o.ended = append(o.ended, r)
+	p := o.panicOn
+	o.mu.Unlock()
+	if ctx.Value(ctxKey{}) != a.Number {
+		panic("AttemptEnded did not get AttemptStarted's context")
+	}
+	if a.Number == p {
+		panic("observer bug")
+	}
+}
+
+func TestObserver(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		q := newQueue(t, rdb, prefix, "obs")
+		obs := &recordingObserver{panicOn: 1}
+		var reported atomic.Int32
+		startWorker(t, q, fixedRule(t, 20*time.Millisecond, 3), func(ctx context.Context, j *Job) error {
+			if ctx.Value(ctxKey{}) != j.Attempt {
+				t.Errorf("handler context is not the observer's")
+			}
+			if j.Attempt < 3 {
+				return errors.New("again")
+			}
+			return nil
+		}, WithObserver(obs), WithErrorHandler(func(err error) { reported.Add(1) }))
+		before := time.Now()
+		id, err := q.Enqueue(context.Background(), nil, WithName("send-mail"), WithMetadata(map[string]string{"tenant": "a"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info := waitState(t, q, id, StateCompleted, 5*time.Second)
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			obs.mu.Lock()
+			n := len(obs.ended)
+			obs.mu.Unlock()
+			if n == 3 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		if len(obs.started) != 3 || len(obs.ended) != 3 {
+			t.Fatalf("observer saw %d starts and %d ends, want 3 and 3", len(obs.started), len(obs.ended))
+		}
+		for i, a := range obs.started {
+			want := observe.Attempt{System: "rebound", Queue: "obs", JobID: id, Kind: "send-mail", Number: i + 1, MaxAttempts: 3}
+			a.Carrier = nil
+			if a != want {
+				t.Errorf("attempt %d: %+v, want %+v", i+1, a, want)
+			}
+		}
+		if got := obs.seen; got[0] != "" || got[1] != "1" || got[2] != "2" {
+			t.Errorf("carrier seen by attempts: %q, want \"\", \"1\", \"2\" (persisted by the fail script)", got)
+		}
+		for i, r := range obs.ended[:2] {
+			if r.Err == nil || r.Decision.Outcome != backoff.OutcomeRetry || r.Decision.Delay != 20*time.Millisecond {
+				t.Errorf("end %d: %+v, want a retry after 20ms", i+1, r)
+			}
+			if r.FireAt.Before(before) || r.FireAt.After(time.Now()) {
+				t.Errorf("end %d: FireAt %v outside the test's run", i+1, r.FireAt)
+			}
+		}
+		if r := obs.ended[2]; r.Err != nil || r.Outcome() != "success" {
+			t.Errorf("last end: %+v, want success", r)
+		}
+		if reported.Load() == 0 {
+			t.Errorf("the observer's panic was not reported to the error handler")
+		}
+		if info.Metadata["tenant"] != "a" || info.Metadata["prev"] != "3" {
+			t.Errorf("stored metadata %v, want tenant=a and prev=3", info.Metadata)
+		}
+	})
+}
+
+func TestPanicCountsAsAttempt(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		q := newQueue(t, rdb, prefix, "panic")
+		startWorker(t, q, fixedRule(t, 5*time.Millisecond, 2), func(ctx context.Context, j *Job) error {
+			panic("kaboom")
+		})
+		id, _ := q.Enqueue(context.Background(), nil)
+		info := waitState(t, q, id, StateFailed, 5*time.Second)
+		if info.Attempts != 2 || info.LastError != "native: handler panicked: kaboom" {
+			t.Errorf("panicking job: %d attempts, error %q; want 2 and the panic", info.Attempts, info.LastError)
+		}
+	})
+}
+
+func TestGracefulShutdown(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "shutdown")
+		started := make(chan struct{}, 2)
+		w, err := NewWorker(q, fixedRule(t, time.Hour, 3), func(ctx context.Context, j *Job) error {
+			started <- struct{}{}
+			if string(j.Payload) == "stuck" {
+				<-ctx.Done()
+				return context.Cause(ctx)
+			}
+			time.Sleep(200 * time.Millisecond)
+			return nil
+		}, WithConcurrency(2))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, _ := q.Enqueue(ctx, []byte("slow"))
+		stuck, _ := q.Enqueue(ctx, []byte("stuck"))
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		<-started
+		// After Shutdown begins, new jobs are left for other workers.
+		later, _ := q.Enqueue(ctx, []byte("later"))
+		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		err = w.Shutdown(sctx)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Shutdown with a stuck handler = %v, want DeadlineExceeded", err)
+		}
+		if info, _ := q.Job(ctx, slow); info.State != StateCompleted {
+			t.Errorf("slow job is %v, want completed within the deadline", info.State)
+		}
+		// The stuck handler saw its context cancelled and failed: the
+		// attempt counts and the job waits its backoff.
+		info := waitState(t, q, stuck, StateDelayed, 2*time.Second)
+		if info.Attempts != 1 || info.LastError != errShutdown.Error() {
+			t.Errorf("stuck job: %+v; want delayed after 1 attempt with the shutdown error", info)
+		}
+		if info, _ := q.Job(ctx, later); info.State != StateWaiting || info.Attempts != 0 {
+			t.Errorf("job enqueued during shutdown: %+v; want waiting, untouched", info)
+		}
+	})
+}
+
+// TestRedisOutage stops the server under a running worker: the worker
+// reports the errors, reconnects with its backoff, and every job still ends
+// exactly once.
+func TestRedisOutage(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q := newQueue(t, rdb, "rbt", "outage")
+	var mu sync.Mutex
+	runs := map[string]int{}
+	var errs atomic.Int32
+	startWorker(t, q, fixedRule(t, 10*time.Millisecond, 10), func(ctx context.Context, j *Job) error {
+		mu.Lock()
+		runs[j.ID]++
+		mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		if j.Attempt == 1 {
+			return errors.New("first try fails")
+		}
+		return nil
+	}, WithConcurrency(4), WithLease(2*time.Second), WithErrorHandler(func(error) { errs.Add(1) }))
+	ctx := context.Background()
+	var ids []string
+	for range 40 {
+		id, err := q.Enqueue(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	time.Sleep(30 * time.Millisecond)
+	m.Close()
+	time.Sleep(300 * time.Millisecond)
+	if err := m.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, id := range ids {
+		for {
+			info, err := q.Job(ctx, id)
+			if err == nil && info.State == StateCompleted {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: %+v (%v), want completed after the outage", id, info, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if errs.Load() == 0 {
+		t.Errorf("the outage was never reported to the error handler")
+	}
+	c, _ := q.Counts(ctx)
+	if c.Completed != int64(len(ids)) || c.Waiting+c.Active+c.Delayed+c.Failed != 0 {
+		t.Errorf("counts %+v, want all %d completed", c, len(ids))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if runs[id] < 2 {
+			t.Errorf("job %s ran %d times, want at least 2 (fails once)", id, runs[id])
+		}
+	}
+	t.Logf("%d errors reported during the outage", errs.Load())
+}
