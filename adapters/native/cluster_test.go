@@ -141,7 +141,7 @@ func startCluster(t *testing.T) *redis.ClusterClient {
 
 func TestConformanceCluster(t *testing.T) {
 	cc := startCluster(t)
-	h := &harness{name: "native/cluster", rdb: cc, prefix: "rbt", lateness: 50 * time.Millisecond}
+	h := &harness{name: "native/cluster", rdb: cc, prefix: "rbt", lateness: 100 * time.Millisecond}
 	conformance.Run(t, h)
 
 	// The suite's queues ("conf{N}:q", braces escaped in the tag) landed on

@@ -71,9 +71,10 @@ func (e engine) State(ctx context.Context, id string) (conformance.State, error)
 
 func TestConformanceRedis(t *testing.T) {
 	rdb := testenv.Redis(t)
-	// Idle p99 measures 5-15ms under -race on two busy cores; the bound
-	// leaves room for a loaded CI machine.
-	conformance.Run(t, &harness{name: "native/redis", rdb: rdb, prefix: testenv.Prefix(t, rdb), lateness: 50 * time.Millisecond})
+	// Idle p99 measures 5-15ms under -race on two cores; the bound leaves
+	// room for a CI machine running other packages' tests at once. The
+	// benchmarks measure the engine's own lateness (p99 of a few ms).
+	conformance.Run(t, &harness{name: "native/redis", rdb: rdb, prefix: testenv.Prefix(t, rdb), lateness: 100 * time.Millisecond})
 }
 
 func TestConformanceMiniredis(t *testing.T) {
