@@ -42,7 +42,7 @@ type harness struct {
 	client func(t testing.TB, cfg func(schema string) *river.Config) conformance.Engine
 }
 
-func (h *harness) Name() string                { return h.name }
+func (h *harness) Name() string               { return h.name }
 func (h *harness) Limits() conformance.Limits { return h.limits }
 
 // Start starts a client with its own database (a schema on PostgreSQL, a
