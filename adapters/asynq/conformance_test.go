@@ -112,8 +112,9 @@ func (h harness) HookDelay(cfg conformance.Config, id string, attempt int, err e
 	if errors.Is(out, asynq.SkipRetry) || !c.decision.Retry() {
 		return 0, false
 	}
-	// asynq: retryAt := time.Now().Add(RetryDelayFunc(...)).
-	fire := time.Now().Add(r.RetryDelay(attempt-1, out, nil))
+	// asynq: d := RetryDelayFunc(...); retryAt := time.Now().Add(d).
+	d := r.RetryDelay(attempt-1, out, nil)
+	fire := time.Now().Add(d)
 	if !h.precise {
 		// What asynq stores and fires on: the whole second.
 		fire = time.Unix(fire.Unix(), 0)

@@ -21,6 +21,7 @@ type carrier struct {
 	err      error
 	decision backoff.Decision
 	fireAt   time.Time
+	exact    bool // fireAt is exact (precise mode), not a whole second
 }
 
 func (c *carrier) Error() string { return c.err.Error() }
@@ -159,6 +160,7 @@ func (r *Retrier) conclude(id string, attempt, maxAttempts int, err error, end t
 	c := &carrier{err: err, decision: dec}
 	if dec.Retry() {
 		c.fireAt = end.Add(dec.Delay)
+		c.exact = exact
 		if !exact {
 			c.fireAt = roundUp(c.fireAt)
 		}

@@ -112,12 +112,21 @@ func (r *Retrier) RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	now := time.Now()
 	var c *carrier
 	if errors.As(err, &c) && c.decision.Retry() {
-		return max(c.fireAt.Sub(now), 0)
+		if c.exact {
+			return max(c.fireAt.Sub(now), 0)
+		}
+		return max(c.fireAt.Sub(now), 0) + margin
 	}
 	attempt := max(n, 0) + 1
 	delay := r.policyDelay(attempt, err, backoff.Source{})
-	return max(roundUp(now.Add(delay)).Sub(now), 0)
+	return max(roundUp(now.Add(delay)).Sub(now), 0) + margin
 }
+
+// margin is added to a delay aimed at a whole second S. asynq computes
+// time.Now().Add(delay) a moment after RetryDelay returns and stores its
+// Unix second; the margin keeps that second at S even if the wall clock
+// steps back a little in between, and is far too small to reach S+1.
+const margin = time.Millisecond
 
 // policyDelay is the rule's delay after attempt, carrying on with the curve
 // past the cap (asynq retries on its own count there). A panicking policy
