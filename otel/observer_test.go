@@ -245,9 +245,17 @@ func TestRetriedJobTellsItsStory(t *testing.T) {
 	}
 }
 
-// assertAttempts checks rebound.attempts: one monotonic cumulative point per
-// outcome, on the "rebound" system and "emails" queue, with the given counts.
+// assertAttempts checks rebound.attempts on the "rebound" system and
+// "emails" queue.
 func assertAttempts(t *testing.T, sm metricdata.ScopeMetrics, want map[string]int64) {
+	t.Helper()
+	assertAttemptsOn(t, sm, "rebound", "emails", want)
+}
+
+// assertAttemptsOn checks rebound.attempts: one monotonic cumulative point
+// per outcome, with exactly the system, queue and outcome attributes, and
+// the given counts.
+func assertAttemptsOn(t *testing.T, sm metricdata.ScopeMetrics, system, queue string, want map[string]int64) {
 	t.Helper()
 	m := findMetric(t, sm, "rebound.attempts")
 	if m.Unit != "{attempt}" {
@@ -261,8 +269,8 @@ func assertAttempts(t *testing.T, sm metricdata.ScopeMetrics, want map[string]in
 	for _, p := range sum.DataPoints {
 		o, _ := p.Attributes.Value("rebound.retry.outcome")
 		want := attribute.NewSet(
-			attribute.String("messaging.system", "rebound"),
-			attribute.String("messaging.destination.name", "emails"),
+			attribute.String("messaging.system", system),
+			attribute.String("messaging.destination.name", queue),
 			attribute.String("rebound.retry.outcome", o.AsString()))
 		if !p.Attributes.Equals(&want) {
 			t.Errorf("rebound.attempts point attributes %v, want %v", p.Attributes.ToSlice(), want.ToSlice())
@@ -271,6 +279,25 @@ func assertAttempts(t *testing.T, sm metricdata.ScopeMetrics, want map[string]in
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("rebound.attempts by outcome %v, want %v", got, want)
+	}
+}
+
+// checkJobMetrics checks all three instruments after an adapter run:
+// attempts by outcome, the number of delays recorded, the jobs exhausted.
+func checkJobMetrics(t *testing.T, f *fixture, system, queue string, attempts map[string]int64, delays uint64, exhausted int64) {
+	t.Helper()
+	sm := f.metrics(t)
+	assertAttemptsOn(t, sm, system, queue, attempts)
+	base := attribute.NewSet(
+		attribute.String("messaging.system", system),
+		attribute.String("messaging.destination.name", queue))
+	h, ok := findMetric(t, sm, "rebound.retry.delay").Data.(metricdata.Histogram[float64])
+	if !ok || len(h.DataPoints) != 1 || h.DataPoints[0].Count != delays || !h.DataPoints[0].Attributes.Equals(&base) {
+		t.Errorf("rebound.retry.delay %+v, want one point of %d delays on %v", h, delays, base.ToSlice())
+	}
+	e, ok := findMetric(t, sm, "rebound.jobs.exhausted").Data.(metricdata.Sum[int64])
+	if !ok || len(e.DataPoints) != 1 || e.DataPoints[0].Value != exhausted || !e.DataPoints[0].Attributes.Equals(&base) {
+		t.Errorf("rebound.jobs.exhausted %+v, want %d on %v", e, exhausted, base.ToSlice())
 	}
 }
 
