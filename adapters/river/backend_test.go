@@ -191,3 +191,9 @@ func waitTerminal[TTx any](t testing.TB, client *river.Client[TTx], timeout time
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// The transaction types of the two drivers.
+type (
+	pgxTx = pgx.Tx
+	sqlTx = *sql.Tx
+)

@@ -1,0 +1,288 @@
+package reboundriver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivertest"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
+)
+
+// scriptArgs tells scriptWorker what to return.
+type scriptArgs struct {
+	// Mode is one of "ok", "fail", "permanent", "cancel", "snooze",
+	// "retry-after", "fail-once", "panic".
+	Mode string `json:"mode"`
+}
+
+func (scriptArgs) Kind() string { return "rebound_script" }
+
+var errScripted = errors.New("scripted failure")
+
+type scriptWorker struct {
+	river.WorkerDefaults[scriptArgs]
+	snoozed sync.Map // job ID -> snoozed once
+}
+
+func (w *scriptWorker) Work(ctx context.Context, job *river.Job[scriptArgs]) error {
+	switch job.Args.Mode {
+	case "fail":
+		return errScripted
+	case "permanent":
+		return backoff.Permanent(errScripted)
+	case "cancel":
+		return river.JobCancel(errScripted)
+	case "snooze":
+		if _, done := w.snoozed.LoadOrStore(job.ID, true); !done {
+			return river.JobSnooze(time.Millisecond)
+		}
+	case "retry-after":
+		return backoff.RetryAfter(errScripted, 30*time.Second)
+	case "fail-once":
+		if job.Attempt == 1 {
+			return errScripted
+		}
+	case "panic":
+		panic("scripted panic")
+	}
+	return nil
+}
+
+// rtEnv is one backend for rivertest: a pool-less driver, a transaction
+// maker and a schema.
+type rtEnv[TTx any] struct {
+	driver riverdriver.Driver[TTx]
+	tx     func(t testing.TB) TTx
+	schema string
+}
+
+// forBackends runs body on PostgreSQL and on SQLite.
+func forBackends(t *testing.T, pg func(t *testing.T, e rtEnv[pgxTx]), lite func(t *testing.T, e rtEnv[sqlTx])) {
+	t.Run("postgres", func(t *testing.T) {
+		pool, schema := postgresDB(t)
+		pg(t, rtEnv[pgxTx]{driver: riverpgxv5.New(nil), tx: func(t testing.TB) pgxTx { return pgTx(t, pool) }, schema: schema})
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		db := sqliteDB(t)
+		lite(t, rtEnv[sqlTx]{driver: riversqlite.New(nil), tx: func(t testing.TB) sqlTx { return sqliteTx(t, db) }})
+	})
+}
+
+// testWorker builds a rivertest worker with r plugged into River's config.
+func testWorker[TTx any](t testing.TB, e rtEnv[TTx], r *Retrier) *rivertest.Worker[scriptArgs, TTx] {
+	return rivertest.NewWorker(t, e.driver, &river.Config{
+		Logger:      watchRetryWarnings(t),
+		Middleware:  []rivertype.Middleware{r},
+		RetryPolicy: r,
+		Schema:      e.schema,
+	}, river.Worker[scriptArgs](&scriptWorker{}))
+}
+
+// rivertestMappings checks each mapping through River's real executor.
+func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
+	ctx := context.Background()
+	jittered := backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(10*time.Second, time.Hour))))
+	rule := mustRule(t, jittered, 3)
+
+	t.Run("ErrorCaptureKeyedSchedule", func(t *testing.T) {
+		r, _ := New(rule, WithLogger(quietLogs))
+		w := testWorker(t, e, r)
+		tx := e.tx(t)
+		before := time.Now()
+		res, err := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
+		after := time.Now()
+		if !errors.Is(err, errScripted) || res.Job.State != rivertype.JobStateRetryable {
+			t.Fatalf("got %v, state %s; want the scripted error and retryable", err, res.Job.State)
+		}
+		want := rule.Decide(1, errScripted, backoff.Key(strconv.FormatInt(res.Job.ID, 10))).Delay
+		if at := res.Job.ScheduledAt; at.Before(before.Add(want)) || at.After(after.Add(want).Add(Resolution)) {
+			t.Fatalf("scheduled_at %v is not the keyed delay %v after the attempt (%v..%v)", at, want, before, after)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d after NextRetry, want 0", r.Pending())
+		}
+		// The second attempt follows the same key.
+		before = time.Now()
+		res, _ = w.WorkJob(ctx, t, tx, res.Job)
+		want = rule.Decide(2, errScripted, backoff.Key(strconv.FormatInt(res.Job.ID, 10))).Delay
+		if d := res.Job.ScheduledAt.Sub(before); d < want || d > want+2*time.Second {
+			t.Fatalf("attempt 2 scheduled %v ahead, want the keyed %v", d, want)
+		}
+	})
+
+	t.Run("PermanentCancels", func(t *testing.T) {
+		r, _ := New(rule, WithLogger(quietLogs))
+		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "permanent"}, nil)
+		if res.Job.State != rivertype.JobStateCancelled || res.EventKind != river.EventKindJobCancelled {
+			t.Fatalf("permanent error: state %s, event %s; want cancelled", res.Job.State, res.EventKind)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+
+	t.Run("RetryAfter", func(t *testing.T) {
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithLogger(quietLogs))
+		before := time.Now()
+		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "retry-after"}, nil)
+		if d := res.Job.ScheduledAt.Sub(before); res.Job.State != rivertype.JobStateRetryable || d < 30*time.Second {
+			t.Fatalf("retry-after 30s: state %s scheduled %v ahead, want retryable >= 30s ahead", res.Job.State, d)
+		}
+	})
+
+	// A job inserted with MaxAttempts far above the rule's cap, by a client
+	// without the insert middleware, still ends discarded at the cap.
+	t.Run("InsertedAboveCap", func(t *testing.T) {
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), WithLogger(quietLogs))
+		w := testWorker(t, e, r)
+		tx := e.tx(t)
+		plain, err := river.NewClient(e.driver, &river.Config{Schema: e.schema, Logger: quietLogs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins, err := plain.InsertTx(ctx, tx, scriptArgs{Mode: "fail"}, &river.InsertOpts{MaxAttempts: 50})
+		if err != nil || ins.Job.MaxAttempts != 50 {
+			t.Fatalf("insert: %v, max_attempts %d", err, ins.Job.MaxAttempts)
+		}
+		res, _ := w.WorkJob(ctx, t, tx, ins.Job)
+		if res.Job.State == rivertype.JobStateDiscarded {
+			t.Fatalf("attempt 1 of 2 discarded")
+		}
+		res, _ = w.WorkJob(ctx, t, tx, res.Job)
+		if res.Job.State != rivertype.JobStateDiscarded || res.Job.Attempt != 2 {
+			t.Fatalf("attempt %d: state %s, want discarded at attempt 2 (the rule's cap)", res.Job.Attempt, res.Job.State)
+		}
+		// Through the Retrier's own client the insert middleware stores the cap.
+		res, _ = w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, &river.InsertOpts{MaxAttempts: 50})
+		if res.Job.MaxAttempts != 2 {
+			t.Fatalf("inserted through the middleware: max_attempts %d, want the rule's 2", res.Job.MaxAttempts)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+
+	t.Run("BrokenPolicy", func(t *testing.T) {
+		broken, _ := backoff.NewRule(panicPolicy{}, 3)
+		r, _ := New(broken, WithLogger(quietLogs), WithFallbackDelay(time.Hour))
+		before := time.Now()
+		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "fail"}, nil)
+		if d := res.Job.ScheduledAt.Sub(before); d < time.Hour || d > time.Hour+2*time.Second {
+			t.Fatalf("panicking policy: scheduled %v ahead, want the 1h fallback (not River's default)", d)
+		}
+	})
+
+	t.Run("PanicRetried", func(t *testing.T) {
+		r, _ := New(rule, WithLogger(quietLogs))
+		res, err := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "panic"}, nil)
+		var pe *rivertest.PanicError
+		if !errors.As(err, &pe) || res.Job.State != rivertype.JobStateRetryable {
+			t.Fatalf("panic: err %v, state %s; want River's PanicError and retryable", err, res.Job.State)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+
+	// The observer's Carrier writes job metadata that the next attempt reads.
+	t.Run("CarrierPersists", func(t *testing.T) {
+		o := &countingObserver{}
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 5), WithLogger(quietLogs), WithObserver(o))
+		w := testWorker(t, e, r)
+		tx := e.tx(t)
+		res, _ := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
+		res, _ = w.WorkJob(ctx, t, tx, res.Job)
+		var md map[string]any
+		if err := json.Unmarshal(res.Job.Metadata, &md); err != nil {
+			t.Fatal(err)
+		}
+		if md["rebound_seen"] != "2" || o.lastSeen.Load() != 1 {
+			t.Fatalf("metadata %v, observer read %d at attempt 2; want rebound_seen 2 and a read of 1", md, o.lastSeen.Load())
+		}
+	})
+}
+
+// countingObserver counts attempts in the job's metadata through the Carrier.
+type countingObserver struct{ lastSeen atomic.Int64 }
+
+func (o *countingObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+	n, _ := strconv.Atoi(a.Carrier.Get("rebound_seen"))
+	o.lastSeen.Store(int64(n))
+	a.Carrier.Set("rebound_seen", strconv.Itoa(n+1))
+	return ctx
+}
+func (o *countingObserver) AttemptEnded(context.Context, observe.Attempt, observe.Result) {}
+
+func TestRivertest(t *testing.T) {
+	forBackends(t, rivertestMappings[pgxTx], rivertestMappings[sqlTx])
+}
+
+// Thousands of jobs through every terminal state leave no entry behind.
+func cleanupAfterManyJobs[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema string) {
+	const n = 1000
+	modes := []string{"ok", "permanent", "cancel", "snooze", "fail", "fail-once", "panic"}
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), WithLogger(quietLogs))
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &scriptWorker{})
+	cfg := clientConfig(t, r, schema, workers, 50, testPoll)
+	cfg.Logger = quietLogs // the panics are deliberate
+	client := startClient(t, driver, cfg)
+	params := make([]river.InsertManyParams, n)
+	for i := range params {
+		params[i] = river.InsertManyParams{Args: scriptArgs{Mode: modes[i%len(modes)]}}
+	}
+	ctx := context.Background()
+	if _, err := client.InsertMany(ctx, params); err != nil {
+		t.Fatalf("InsertMany: %v", err)
+	}
+	waitTerminal(t, client, 2*time.Minute)
+	counts := map[rivertype.JobState]int{}
+	var cursor *river.JobListCursor
+	for {
+		p := river.NewJobListParams().First(500)
+		if cursor != nil {
+			p = p.After(cursor)
+		}
+		res, err := client.JobList(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range res.Jobs {
+			counts[j.State]++
+		}
+		if len(res.Jobs) < 500 {
+			break
+		}
+		cursor = res.LastCursor
+	}
+	per := n / len(modes) // every mode gets n/len or n/len+1 jobs
+	if counts[rivertype.JobStateCompleted] < 3*per || counts[rivertype.JobStateCancelled] < 2*per || counts[rivertype.JobStateDiscarded] < 2*per {
+		t.Fatalf("states %v, want completed (ok, snooze, fail-once), cancelled (permanent, cancel) and discarded (fail, panic)", counts)
+	}
+	if got := r.Pending(); got != 0 {
+		t.Fatalf("Pending = %d after %d jobs reached %v, want 0", got, n, counts)
+	}
+}
+
+func TestNoLeakAfterManyJobs(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		pool, schema := postgresDB(t)
+		cleanupAfterManyJobs(t, riverpgxv5.New(pool), schema)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		cleanupAfterManyJobs(t, riversqlite.New(sqliteDB(t)), "")
+	})
+}
