@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -189,4 +190,57 @@ func TestRetryAfter(t *testing.T) {
 			t.Errorf("retry ran %v after the failure, want the 7s hint (not the 1s policy), at most 2s late", gap)
 		}
 	})
+}
+
+// TestPreciseVersusRounding: by default the fire time is a whole second;
+// in precise mode it is exact, travels in the task header and the retry
+// starts no earlier; a precise-mode task without headers is rounded up.
+func TestPreciseVersusRounding(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		precise bool
+		headers map[string]string
+		exact   bool
+	}{
+		{"rounding", false, map[string]string{"h": "1"}, false},
+		{"precise", true, map[string]string{"h": "1"}, true},
+		{"precise-no-headers", true, nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				obs := &observed{}
+				var opts []Option
+				if tc.precise {
+					opts = append(opts, WithPrecise())
+				}
+				r := mustNew(t, mustRule(t, fixed(t, 1300*time.Millisecond), 2), append(opts, WithObserver(obs))...)
+				rc := newRecorder(func(_ string, a int) error {
+					if a == 1 {
+						time.Sleep(123 * time.Millisecond) // end off a whole second
+						return errBoom
+					}
+					return nil
+				})
+				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+				id := s.enqueue(t, nil, tc.headers, asynq.Retention(time.Hour))
+				info := s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
+				runs := rc.get(id)
+				_, res := obs.results()
+				fire := res[0].FireAt
+				if tc.exact {
+					if !fire.Equal(runs[0].end.Add(1300*time.Millisecond)) && fire.Sub(runs[0].end) > 1300*time.Millisecond+time.Millisecond {
+						t.Errorf("FireAt %v, want exactly end+1.3s (%v)", fire, runs[0].end.Add(1300*time.Millisecond))
+					}
+					if info.Headers[HeaderRetryAt] != strconv.FormatInt(fire.UnixNano(), 10) {
+						t.Errorf("header %s = %q, want %d", HeaderRetryAt, info.Headers[HeaderRetryAt], fire.UnixNano())
+					}
+				} else if fire.Nanosecond() != 0 || fire.Before(runs[0].end.Add(1300*time.Millisecond)) {
+					t.Errorf("FireAt %v, want a whole second at or after end+1.3s", fire)
+				}
+				if runs[1].start.Before(fire) {
+					t.Errorf("retry started %v, before FireAt %v", runs[1].start, fire)
+				}
+			})
+		})
+	}
 }
