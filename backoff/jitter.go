@@ -33,8 +33,19 @@ func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
-	d := delayOf(p.inner, attempt, src.sub())
-	return time.Duration(between(src.uint64(attempt), 0, int64(d)))
+	var d time.Duration
+	if e, ok := p.inner.(ExponentialPolicy); ok { // innerDelay, inlined by hand
+		d = e.curve(attempt)
+	} else {
+		d = delayOf(p.inner, attempt, src.sub())
+	}
+	var r uint64
+	if src.keyed { // Source.uint64, inlined by hand
+		r = mix(src.seed ^ uint64(attempt)*golden)
+	} else {
+		r = fresh()
+	}
+	return time.Duration(between(r, 0, int64(d)))
 }
 
 // Max returns the inner policy's maximum.
@@ -69,7 +80,7 @@ func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
-	d := int64(delayOf(p.inner, attempt, src.sub()))
+	d := int64(innerDelay(p.inner, attempt, src))
 	half := d / 2
 	return time.Duration(half + between(src.uint64(attempt), 0, d-half))
 }
@@ -113,7 +124,18 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
-	d := int64(delayOf(p.inner, attempt, src.sub()))
+	var d int64
+	if e, ok := p.inner.(ExponentialPolicy); ok { // innerDelay, inlined by hand
+		d = int64(e.curve(attempt))
+	} else {
+		d = int64(delayOf(p.inner, attempt, src.sub()))
+	}
+	var r uint64
+	if src.keyed { // Source.uint64, inlined by hand
+		r = mix(src.seed ^ uint64(attempt)*golden)
+	} else {
+		r = fresh()
+	}
 	spread := d
 	if x := float64(d) * p.f; x < float64(d) && x >= 0 {
 		spread = int64(x)
@@ -122,7 +144,7 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 	if spread < hi-d {
 		hi = d + spread
 	}
-	return time.Duration(between(src.uint64(attempt), d-spread, hi))
+	return time.Duration(between(r, d-spread, hi))
 }
 
 // Max returns the inner policy's maximum.
@@ -202,6 +224,18 @@ func (p DecorrelatedPolicy) Max() time.Duration { return max(p.cap, 0) }
 // String returns "decorrelated(BASE, CAP)".
 func (p DecorrelatedPolicy) String() string {
 	return "decorrelated(" + formatDuration(p.base) + ", " + formatDuration(p.cap) + ")"
+}
+
+// innerDelay is the delay of a wrapper's inner policy, drawn from the
+// wrapper's derived source so nested draws stay independent. The common
+// inner curve, exponential, is computed without a call. The hottest
+// wrappers repeat this by hand, since it is too large for the compiler to
+// inline.
+func innerDelay(inner Policy, attempt int, src Source) time.Duration {
+	if e, ok := inner.(ExponentialPolicy); ok {
+		return e.curve(attempt)
+	}
+	return delayOf(inner, attempt, src.sub())
 }
 
 // isNilPolicy reports whether p holds no policy: nil itself, or a [Spec]

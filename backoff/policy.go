@@ -28,35 +28,48 @@ type Policy interface {
 // curve of its own. It guards against foreign Policy implementations too:
 // the result is clamped to [0, p.Max()], and a nil policy gives 0.
 func Delay(p Policy, attempt int, src Source) time.Duration {
-	if attempt < 1 {
-		attempt = 1
+	// A fixed delay is answered inline at the call site; everything else
+	// takes one call.
+	if q, ok := p.(FixedPolicy); ok {
+		return q.d
 	}
 	return delayOf(p, attempt, src)
 }
 
-// delayOf is Delay for attempt >= 1. The package's own policies keep their
-// range by construction (the tests prove it), so they are called directly,
-// without an interface call and without re-clamping; anything else goes
-// through the guard.
+// delayOf is Delay. The package's own policies keep their range by
+// construction (the tests prove it), so they are called directly, without an
+// interface call and without re-clamping; anything else goes through the
+// guard.
 func delayOf(p Policy, attempt int, src Source) time.Duration {
-	switch q := p.(type) {
-	case ExponentialPolicy:
-		return q.Delay(attempt, src)
-	case FullJitterPolicy:
-		return q.Delay(attempt, src)
-	case ProportionalPolicy:
-		return q.Delay(attempt, src)
-	case FixedPolicy:
+	attempt = max(attempt, 1)
+	// A chain of assertions compiles to one pointer compare each, cheaper
+	// than a type switch's jump table for the few types that matter; the
+	// most used come first.
+	if q, ok := p.(ExponentialPolicy); ok {
+		return q.curve(attempt)
+	}
+	if q, ok := p.(FixedPolicy); ok {
 		return q.d
-	case LinearPolicy:
+	}
+	if q, ok := p.(FullJitterPolicy); ok {
 		return q.Delay(attempt, src)
-	case EqualJitterPolicy:
+	}
+	if q, ok := p.(ProportionalPolicy); ok {
 		return q.Delay(attempt, src)
-	case DecorrelatedPolicy:
+	}
+	if q, ok := p.(LinearPolicy); ok {
 		return q.Delay(attempt, src)
-	case Spec:
+	}
+	if q, ok := p.(EqualJitterPolicy); ok {
+		return q.Delay(attempt, src)
+	}
+	if q, ok := p.(DecorrelatedPolicy); ok {
+		return q.Delay(attempt, src)
+	}
+	if q, ok := p.(Spec); ok {
 		return delayOf(q.Policy, attempt, src)
-	case nil:
+	}
+	if p == nil {
 		return 0
 	}
 	return guardedDelay(p, attempt, src)
@@ -130,16 +143,16 @@ func Exponential(base, cap time.Duration) (ExponentialPolicy, error) {
 }
 
 // Delay returns min(base * 2^(attempt-1), cap).
-func (p ExponentialPolicy) Delay(attempt int, _ Source) time.Duration {
-	if attempt < 1 {
-		attempt = 1
-	}
-	if p.base <= 0 {
-		return 0
-	}
-	shift := uint(attempt - 1)
-	// base << shift stays at or below cap exactly when base <= cap >> shift;
-	// checking that first is what keeps the shift from ever overflowing.
+func (p ExponentialPolicy) Delay(attempt int, _ Source) time.Duration { return p.curve(attempt) }
+
+// curve is Delay, kept small enough to inline into [Delay].
+func (p ExponentialPolicy) curve(attempt int) time.Duration {
+	// attempt-1 as unsigned: attempts below 1 wrap to huge shifts, so clamp
+	// them to shift 0 first. base << shift stays at or below cap exactly
+	// when base <= cap >> shift; checking that first is what keeps the
+	// shift from ever overflowing. A zero base (the zero value) gives 0
+	// through the same test, since its cap is 0 too.
+	shift := uint(max(attempt, 1) - 1)
 	if shift >= 63 || p.base > p.cap>>shift {
 		return p.cap
 	}
