@@ -67,17 +67,25 @@ var (
 func (r *results) parse(in io.Reader) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	var status, name string
+	var status, name, lastLog string
 	for sc.Scan() {
 		line := sc.Text()
 		if m := statusLine.FindStringSubmatch(line); m != nil {
+			// With -v the reason is logged before the status line; without
+			// it, after.
 			status, name = m[1], stripProcs(m[2])
 			if status == "SKIP" {
-				r.skipped[name] = ""
+				r.skipped[name] = lastLog
 			} else {
-				r.failed[name] = ""
+				r.failed[name] = lastLog
 			}
+			lastLog = ""
 			continue
+		}
+		if strings.HasPrefix(line, "=== ") {
+			lastLog = ""
+		} else if status == "" && logPrefix.MatchString(line) {
+			lastLog = strings.TrimSpace(logPrefix.ReplaceAllString(line, ""))
 		}
 		if status != "" && logPrefix.MatchString(line) {
 			msg := logPrefix.ReplaceAllString(line, "")

@@ -19,6 +19,9 @@ BenchmarkDelay/exponential/cenkalti-2  	 5000000	        40.00 ns/op	      16 B/
     memory_test.go:40: Redis at 127.0.0.1:6379 does not answer
 BenchmarkThroughput/native-2           	       1	 900000000 ns/op	      1500 jobs/s
 BenchmarkThroughput/asynq-2            	       1	 900000000 ns/op	      1000 jobs/s
+=== RUN   BenchmarkThroughput/river
+    throughput_test.go:37: River is not measured yet
+--- SKIP: BenchmarkThroughput/river
 PASS
 `
 
@@ -71,6 +74,7 @@ func TestReportRatiosAndSlowerRows(t *testing.T) {
 		`<a id="throughput-native"></a>native | 1500 | 1.50× |`,
 		"**not measured**: skipped: BenchmarkMemory/native: Redis at 127.0.0.1:6379 does not answer",
 		"**not measured**: no BenchmarkHerd benchmark exists",
+		"Not measured in this run: BenchmarkThroughput/river: River is not measured yet.",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q\n%s", want, md)

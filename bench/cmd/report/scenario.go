@@ -38,7 +38,7 @@ type ratio struct {
 var scenarios = []scenario{
 	{
 		anchor: "lateness", title: "Retry lateness",
-		benches: []string{"BenchmarkLateness"},
+		benches: []string{"BenchmarkLateness", "BenchmarkNativeRetryLateness"},
 		intro: []string{
 			"How late each retry starts after its computed fire time, on real servers, under one",
 			"policy: p50, p99 and max in ms, and how many retries started **early** (before their",
@@ -46,17 +46,17 @@ var scenarios = []scenario{
 			"with 10k other jobs in flight. asynq stores retry times in whole seconds and promotes",
 			"every `DelayedTaskCheckInterval`; River polls every `FetchPollInterval`.",
 		},
-		units:   []string{"p50-ms", "p99-ms", "max-ms", "early", "retries"},
-		missing: "no BenchmarkLateness/<engine>/<config>/<load> benchmark exists in ./bench yet (the adapters' lateness runs have not landed)",
+		units:   []string{"late-p50-ms", "late-p99-ms", "late-max-ms", "early"},
+		missing: "no lateness benchmark (BenchmarkLateness/<engine>/<config>/<load> or BenchmarkNativeRetryLateness) exists in ./bench yet",
 	},
 	{
 		anchor: "throughput", title: "Throughput",
-		benches: []string{"BenchmarkThroughput"},
+		benches: []string{"BenchmarkThroughput", "BenchmarkNativeVsAsynqThroughput"},
 		intro: []string{
 			"Jobs per second end to end where every job fails once and succeeds on its retry: the",
 			"native path and asynq on the same Redis, River on PostgreSQL for reference.",
 		},
-		units:   []string{"jobs/s"},
+		units:   []string{"jobs/s", "native-jobs/s", "asynq-jobs/s", "x-asynq"},
 		ratio:   &ratio{unit: "jobs/s", base: "asynq", label: "÷ asynq", rebound: "native"},
 		missing: "no BenchmarkThroughput/<engine> benchmark exists in ./bench yet",
 	},
