@@ -76,6 +76,7 @@ type Worker struct {
 	slots     chan struct{}
 	wake      chan struct{}
 	listenReq chan struct{}
+	finishCh  chan *finishReq
 	waiting   atomic.Bool
 	abandoned atomic.Bool
 
@@ -236,8 +237,10 @@ func (w *Worker) Start() error {
 		w.slots = make(chan struct{}, w.concurrency)
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
+		w.finishCh = make(chan *finishReq)
 		w.started.Store(true)
-		w.bg.Add(4)
+		w.bg.Add(5)
+		go w.finisher()
 		go w.fetchLoop()
 		go w.listen()
 		go w.renewLoop()
@@ -490,7 +493,7 @@ func (w *Worker) run(j *Job, token string) {
 	var result observe.Result
 	if err == nil {
 		_, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
-			return w.complete(ctx, j.ID, token, meta)
+			return w.submit(ctx, scriptComplete, w.completeKeys(j.ID), w.completeArgs(j.ID, token, meta)...)
 		})
 		if ferr != nil {
 			w.report(ferr)
@@ -499,7 +502,7 @@ func (w *Worker) run(j *Job, token string) {
 		result.Err = err
 		result.Decision = w.decide(j.ID, j.Attempt, j.MaxAttempts, err)
 		res, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
-			return w.fail(ctx, j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+			return w.submit(ctx, scriptFail, w.failKeys(j.ID), failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)...)
 		})
 		if ferr != nil {
 			w.report(ferr)
@@ -576,15 +579,31 @@ func isTransient(err error) bool {
 	return false
 }
 
+// complete runs the complete script directly (not batched).
 func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
-	k := w.q.keys
-	return scriptComplete.Run(ctx, w.q.rdb,
-		[]string{k.job(id), k.active, k.completed, k.attempts, k.leases},
-		id, token, w.q.keepFor.Milliseconds(), w.q.keepMost, meta).Slice()
+	return scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(id), w.completeArgs(id, token, meta)...).Slice()
 }
 
-func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) ([]any, error) {
+func (w *Worker) completeKeys(id string) []string {
 	k := w.q.keys
+	return []string{k.job(id), k.active, k.completed, k.attempts, k.leases}
+}
+
+func (w *Worker) completeArgs(id, token, meta string) []any {
+	return []any{id, token, w.q.keepFor.Milliseconds(), w.q.keepMost, meta}
+}
+
+// fail runs the fail script directly (not batched).
+func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) ([]any, error) {
+	return scriptFail.Run(ctx, w.q.rdb, w.failKeys(id), failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice()
+}
+
+func (w *Worker) failKeys(id string) []string {
+	k := w.q.keys
+	return []string{k.job(id), k.active, k.delayed, k.failed, k.attempts, k.leases, k.marker, k.counter}
+}
+
+func failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) []any {
 	permanent, rec := 0, 0
 	if d.Outcome == backoff.OutcomePermanent {
 		permanent = 1
@@ -592,9 +611,7 @@ func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision,
 	if reclaim {
 		rec = 1
 	}
-	return scriptFail.Run(ctx, w.q.rdb,
-		[]string{k.job(id), k.active, k.delayed, k.failed, k.attempts, k.leases, k.marker, k.counter},
-		id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec).Slice()
+	return []any{id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
 }
 
 func (w *Worker) observeStart(ctx context.Context, a observe.Attempt) (out context.Context) {

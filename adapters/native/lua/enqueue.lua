@@ -14,9 +14,8 @@ redis.call('HSET', KEYS[1], 'payload', ARGV[2], 'name', ARGV[3], 'max', ARGV[4],
 local delay = tonumber(ARGV[5])
 if delay > 0 then
   local fire = fire_ms(us, delay)
-  redis.call('ZADD', KEYS[3], num(delayed_score(fire, KEYS[5])), ARGV[1])
+  schedule(KEYS[3], KEYS[5], KEYS[4], ARGV[1], fire)
   redis.call('HSET', KEYS[1], 'fire', num(fire))
-  wake(KEYS[4])
   return {2, num(fire)}
 end
 redis.call('RPUSH', KEYS[2], ARGV[1])

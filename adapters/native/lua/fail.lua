@@ -38,7 +38,6 @@ if ARGV[4] == '1' or attempts >= tonumber(ARGV[5]) then
   return {2, attempts, num(now)}
 end
 local fire = fire_ms(us, tonumber(ARGV[3]))
-redis.call('ZADD', KEYS[3], num(delayed_score(fire, KEYS[8])), id)
+schedule(KEYS[3], KEYS[8], KEYS[7], id, fire)
 redis.call('HSET', KEYS[1], 'fire', num(fire))
-wake(KEYS[7])
 return {1, attempts, num(fire)}

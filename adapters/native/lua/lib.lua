@@ -52,6 +52,17 @@ local function wake(marker_key)
   redis.call('ZADD', marker_key, 0, 'w')
 end
 
+-- Adds id to the delayed set at fire_ms and wakes an idle worker only when
+-- the job is now the earliest due: an idle worker already has a timer for
+-- the earliest fire time, and learns the next one when that timer fires.
+local function schedule(delayed_key, counter_key, marker_key, id, fire)
+  redis.call('ZADD', delayed_key, num(delayed_score(fire, counter_key)), id)
+  local head = redis.call('ZRANGE', delayed_key, 0, 0)
+  if head[1] == id then
+    wake(marker_key)
+  end
+end
+
 -- Checks the caller's lease token. Returns nil when it holds the lease;
 -- otherwise the reply the script must return: unknown job, already finished
 -- with this very token (a retried call whose first reply was lost), or stale.
