@@ -160,15 +160,6 @@ func sqliteTx(t testing.TB, db *sql.DB) *sql.Tx {
 	return tx
 }
 
-// terminal reports whether River will never run a job in state s again.
-func terminal(s rivertype.JobState) bool {
-	switch s {
-	case rivertype.JobStateCompleted, rivertype.JobStateCancelled, rivertype.JobStateDiscarded:
-		return true
-	}
-	return false
-}
-
 // waitTerminal waits until no job of client is left to run, or fails t.
 func waitTerminal[TTx any](t testing.TB, client *river.Client[TTx], timeout time.Duration) {
 	t.Helper()

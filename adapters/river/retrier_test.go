@@ -49,17 +49,17 @@ func newFixed(t testing.TB, rule backoff.Rule, opts ...Option) *Retrier {
 // attempt runs one attempt of job through the middleware with a worker
 // returning err, and reports what River would do next: the error the
 // middleware handed back and, when River would retry, the NextRetry time.
-func attempt(r *Retrier, job *rivertype.JobRow, err error) (returned error, next time.Time, retried bool) {
+func attempt(r *Retrier, job *rivertype.JobRow, err error) (next time.Time, retried bool, returned error) {
 	returned = r.Work(context.Background(), job, func(context.Context) error { return err })
 	var cancel *rivertype.JobCancelError
 	var snooze *rivertype.JobSnoozeError
 	switch {
 	case returned == nil, errors.As(returned, &cancel), errors.As(returned, &snooze):
-		return returned, time.Time{}, false
+		return time.Time{}, false, returned
 	case job.Attempt >= job.MaxAttempts:
-		return returned, time.Time{}, false
+		return time.Time{}, false, returned
 	}
-	return returned, r.NextRetry(job), true
+	return r.NextRetry(job), true, returned
 }
 
 func TestNewRejectsBadInput(t *testing.T) {
@@ -95,7 +95,7 @@ func TestErrorCaptureAndKeyedDelay(t *testing.T) {
 	for _, id := range []int64{1, 2, 42, 1 << 40} {
 		for a := 1; a < 6; a++ {
 			job := &rivertype.JobRow{ID: id, Attempt: a, MaxAttempts: 25, Kind: "k"}
-			_, next, retried := attempt(r, job, errBoom)
+			next, retried, _ := attempt(r, job, errBoom)
 			if !retried {
 				t.Fatalf("job %d attempt %d: no retry, want one", id, a)
 			}
@@ -115,12 +115,12 @@ func TestErrorCaptureAndKeyedDelay(t *testing.T) {
 func TestRetryAfterHintHonoured(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
 	job := &rivertype.JobRow{ID: 7, Attempt: 1, MaxAttempts: 5}
-	_, next, _ := attempt(r, job, backoff.RetryAfter(errBoom, 90*time.Second))
+	next, _, _ := attempt(r, job, backoff.RetryAfter(errBoom, 90*time.Second))
 	if got := next.Sub(base); got != 90*time.Second {
 		t.Fatalf("NextRetry after a 90s hint: +%v, want +90s", got)
 	}
 	job = &rivertype.JobRow{ID: 7, Attempt: 2, MaxAttempts: 5}
-	_, next, _ = attempt(r, job, backoff.RetryAfter(errBoom, time.Millisecond))
+	next, _, _ = attempt(r, job, backoff.RetryAfter(errBoom, time.Millisecond))
 	if got := next.Sub(base); got != time.Second {
 		t.Fatalf("NextRetry after a 1ms hint: +%v, want the policy's +1s", got)
 	}
@@ -129,7 +129,7 @@ func TestRetryAfterHintHonoured(t *testing.T) {
 func TestPermanentCancels(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
 	job := &rivertype.JobRow{ID: 3, Attempt: 1, MaxAttempts: 5}
-	returned, _, retried := attempt(r, job, backoff.Permanent(errBoom))
+	_, retried, returned := attempt(r, job, backoff.Permanent(errBoom))
 	var cancel *rivertype.JobCancelError
 	if retried || !errors.As(returned, &cancel) {
 		t.Fatalf("permanent error: middleware returned %v (retried %v), want a river.JobCancel error", returned, retried)
@@ -149,7 +149,7 @@ func TestAttemptsCap(t *testing.T) {
 	for _, inserted := range []int{1, 2, 3, 50} {
 		for a := 1; a <= 4; a++ {
 			job := &rivertype.JobRow{ID: 9, Attempt: a, MaxAttempts: inserted}
-			returned, _, retried := attempt(r, job, errBoom)
+			_, retried, returned := attempt(r, job, errBoom)
 			if want := a < 3; retried != want {
 				t.Errorf("inserted MaxAttempts %d, attempt %d: retried %v, want %v", inserted, a, retried, want)
 			}
@@ -170,7 +170,7 @@ func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
 	for i, err := range []error{river.JobSnooze(time.Minute), river.JobCancel(errBoom), nil} {
 		job := &rivertype.JobRow{ID: int64(i), Attempt: 1, MaxAttempts: 3}
-		if returned, _, _ := attempt(r, job, err); !errors.Is(returned, err) && returned != err {
+		if _, _, returned := attempt(r, job, err); !errors.Is(returned, err) && returned != err {
 			t.Errorf("middleware changed %v into %v", err, returned)
 		}
 	}
@@ -217,17 +217,17 @@ func TestBrokenPolicyFallsBack(t *testing.T) {
 	}
 	r := newFixed(t, rule, WithFallbackDelay(42*time.Second))
 	job := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
-	_, next, retried := attempt(r, job, errBoom)
+	next, retried, _ := attempt(r, job, errBoom)
 	if !retried || next.Sub(base) != 42*time.Second {
 		t.Fatalf("panicking policy: retried %v at +%v, want a retry at the fallback +42s", retried, next.Sub(base))
 	}
 	// The cap and the permanent mark still apply.
 	job = &rivertype.JobRow{ID: 1, Attempt: 3, MaxAttempts: 3}
-	if _, _, retried := attempt(r, job, errBoom); retried {
+	if _, retried, _ := attempt(r, job, errBoom); retried {
 		t.Fatal("panicking policy: attempt 3 of 3 retried, want exhausted")
 	}
 	job = &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
-	if returned, _, _ := attempt(r, job, backoff.Permanent(errBoom)); !errors.As(returned, new(*rivertype.JobCancelError)) {
+	if _, _, returned := attempt(r, job, backoff.Permanent(errBoom)); !errors.As(returned, new(*rivertype.JobCancelError)) {
 		t.Fatalf("panicking policy: permanent error returned %v, want JobCancel", returned)
 	}
 	// Without a captured entry NextRetry uses the policy directly.
@@ -319,12 +319,12 @@ func TestKindRule(t *testing.T) {
 	slow := mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 10)
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 2), WithKindRule("slow", slow))
 	job := &rivertype.JobRow{ID: 1, Attempt: 5, MaxAttempts: 25, Kind: "slow"}
-	_, next, retried := attempt(r, job, errBoom)
+	next, retried, _ := attempt(r, job, errBoom)
 	if !retried || next.Sub(base) != time.Hour {
 		t.Fatalf("kind rule: retried %v at +%v, want +1h", retried, next.Sub(base))
 	}
 	job = &rivertype.JobRow{ID: 2, Attempt: 2, MaxAttempts: 25, Kind: "other"}
-	if _, _, retried := attempt(r, job, errBoom); retried {
+	if _, retried, _ := attempt(r, job, errBoom); retried {
 		t.Fatal("default rule: attempt 2 of 2 retried")
 	}
 	// WorkerNextRetry has no opinion about a job it did not capture.
