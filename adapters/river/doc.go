@@ -57,11 +57,15 @@
 //
 // River makes a retry due within five seconds `available` at once with a
 // future scheduled_at, and workers find it on their next fetch poll, every
-// river.Config.FetchPollInterval (one second by default). A retry therefore
-// never runs early, and runs up to about one poll interval late when the
-// queue is idle. Short retry delays want a shorter FetchPollInterval (and a
-// FetchCooldown no longer than it); see the package README for measured
-// figures.
+// river.Config.FetchPollInterval (one second by default); longer retries wait
+// for River's scheduler, which runs every five seconds. River's batch
+// completer also records a failed attempt up to 250 ms after it ends, and
+// the job cannot be fetched again before that. A retry therefore never runs
+// early (fire times are rounded up to whole milliseconds, see [Resolution]),
+// and on an idle queue runs up to about one poll interval late. Short retry
+// delays want a shorter FetchPollInterval (and a FetchCooldown no longer than
+// it): with 100 ms, retries measured on PostgreSQL ran a median 91 ms and at
+// most 286 ms late, against 834 ms and 1.1 s with the default.
 //
 // # Per-kind rules
 //
