@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/backoff"
@@ -235,6 +233,3 @@ func benchAsynqThroughput(b *testing.B, jobs int) float64 {
 	srv.Shutdown()
 	return float64(jobs) / elapsed.Seconds()
 }
-
-var _ = fmt.Sprint
-var _ redis.UniversalClient

@@ -1,0 +1,85 @@
+// Package native is rebound's own Redis job path: a small queue whose every
+// state change is one atomic Lua script, and whose retries are scheduled at
+// the millisecond the backoff policy computed.
+//
+// It is for teams that use neither asynq nor River and want the retry
+// semantics of package backoff end to end on a plain [redis.UniversalClient]
+// (single node, Sentinel or Cluster).
+//
+// # Use
+//
+//	q, err := native.NewQueue(rdb, "emails")
+//	id, err := q.Enqueue(ctx, payload, native.WithDelay(time.Minute))
+//
+//	rule, _ := backoff.NewRule(backoff.Must(backoff.Jitter(
+//		backoff.Must(backoff.Exponential(time.Second, time.Hour)))), 10)
+//	w, err := native.NewWorker(q, rule, func(ctx context.Context, j *native.Job) error {
+//		return send(ctx, j.Payload)
+//	}, native.WithConcurrency(20))
+//	err = w.Run(ctx) // until ctx ends, then a graceful shutdown
+//
+// # Semantics
+//
+// A handler's nil completes the job; an error fails the attempt, and the
+// worker's [backoff.Rule] decides: retry after a delay (jitter keyed by the
+// job ID, raised to a [backoff.RetryAfter] hint), or give up because the job
+// ran MaxAttempts times or the error was marked [backoff.Permanent]. A panic
+// is a failed attempt. The host computes the delay; the fail script receives
+// that one number and adds it to the Redis server's clock. Attempt numbers
+// are 1-based and MaxAttempts counts every run, as everywhere in rebound.
+//
+// Each reservation carries a lease, renewed every third of its length while
+// the handler runs. A worker that dies loses its lease; another worker
+// reclaims the job through the same fail path, so the lost attempt counts
+// and the job waits its backoff: a poison job that kills workers still stops
+// at its cap. Every reservation has its own token, so a worker that comes
+// back after its job was reclaimed cannot overwrite the newer state
+// ([ErrLeaseLost]); a retried call whose first reply was lost is recognised
+// and changes nothing. Delivery is at least once.
+//
+// # Keys
+//
+// Every key of a queue shares one Cluster hash tag, so a queue lives in one
+// slot ('{', '}' and '%' in the queue name are percent-encoded in the tag):
+//
+//	<prefix>:{<queue>}:wait       LIST  job IDs ready to run, oldest first
+//	<prefix>:{<queue>}:active     ZSET  running jobs, scored by lease deadline (ms)
+//	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000+seq
+//	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms)
+//	<prefix>:{<queue>}:completed  ZSET  completed jobs, scored by finish time, trimmed by retention
+//	<prefix>:{<queue>}:attempts   HASH  job ID -> attempts started (unfinished jobs)
+//	<prefix>:{<queue>}:leases     HASH  job ID -> token of the current reservation
+//	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
+//	<prefix>:{<queue>}:counter    STRING lease tokens and the delayed sequence
+//	<prefix>:{<queue>}:job:<id>   HASH  payload, name, max, meta, err, fire, created, finished
+//
+// The delayed score keeps jobs due in the same millisecond in FIFO order;
+// fire times come from the server's TIME, rounded up to the millisecond so a
+// job is never due early.
+//
+// # Scripts
+//
+// Each script is an embedded .lua file with one purpose, takes every key in
+// KEYS and every input in ARGV, and is run by SHA: enqueue, reserve (promote
+// due jobs, then lease up to N), complete, fail (attempts check, counter,
+// error, move to delayed or failed), promote (the due sweep), reclaim (list
+// expired leases; each is then failed with a delay the host computed) and
+// extend (renew leases).
+//
+// # Waiting
+//
+// An idle worker does not poll. It blocks on the marker with a fractional
+// BZPOPMIN (sent with Do; go-redis's typed call rounds to whole seconds) and
+// keeps its own timer for the next due job, which reserve reports; a script
+// that makes a job runnable, or schedules a new earliest one, wakes one idle
+// worker. A retry therefore starts a timer wake-up and two round trips after
+// its time, not at Redis's 100ms blocking-timeout resolution.
+//
+// # Connections
+//
+// A worker holds one connection for its wake-up block and uses about four
+// more at peak: reserving, renewing leases, reclaiming, and storing outcomes
+// (pipelined in batches of up to 128). Several workers on one client need a
+// pool to match (go-redis's ClusterClient defaults to 5 per CPU per node).
+// The blocking call's timeout is kept under the client's ReadTimeout.
+package native
