@@ -169,10 +169,10 @@ func (r *report) writeScenario(m *md, s scenario) {
 	m.p("%s runs |", head)
 	m.p("%s ---: |", sep)
 	for _, b := range bs {
-		name := b.Name
-		for _, top := range s.benches {
-			name = strings.TrimPrefix(name, top+"/")
-		}
+		// Rows of the section's main benchmark drop its name; rows fed by
+		// another benchmark keep it, so the reader sees which run it was.
+		name := strings.TrimPrefix(b.Name, s.benches[0]+"/")
+		name = strings.TrimPrefix(name, "Benchmark")
 		row := fmt.Sprintf("| <a id=%q></a>%s |", slug(s.anchor, name), name)
 		for _, u := range units {
 			v, ok := b.Median(u)
@@ -185,7 +185,11 @@ func (r *report) writeScenario(m *md, s scenario) {
 		if s.ratio != nil {
 			row += " " + r.scenarioRatio(s, b) + " |"
 		}
-		m.p("%s %d |", row, len(b.Samples[units[0]]))
+		runs := 0
+		for _, u := range units {
+			runs = max(runs, len(b.Samples[u]))
+		}
+		m.p("%s %d |", row, runs)
 	}
 	m.p("")
 	if reasons := r.results.skipReasons(s.benches[0]); len(reasons) > 0 {
