@@ -27,24 +27,24 @@ func Jitter(inner Policy) (FullJitterPolicy, error) {
 
 // Delay returns a uniform draw in [0, inner delay].
 func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
-	if p.inner == nil {
-		return 0
-	}
-	if attempt < 1 {
-		attempt = 1
-	}
+	attempt = max(attempt, 1)
 	var d time.Duration
-	if e, ok := p.inner.(ExponentialPolicy); ok { // innerDelay, inlined by hand
+	if e, ok := p.inner.(ExponentialPolicy); ok {
 		d = e.curve(attempt)
 	} else {
 		d = delayOf(p.inner, attempt, src.sub())
 	}
 	var r uint64
-	if src.keyed { // Source.uint64, inlined by hand
-		r = mix(src.seed ^ uint64(attempt)*golden)
+	if src.keyed {
+		r = src.keyedDraw(attempt)
 	} else {
 		r = fresh()
 	}
+	return p.apply(d, r)
+}
+
+// apply maps the random word r onto [0, d].
+func (FullJitterPolicy) apply(d time.Duration, r uint64) time.Duration {
 	return time.Duration(between(r, 0, int64(d)))
 }
 
@@ -74,15 +74,26 @@ func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
 
 // Delay returns d/2 + uniform[0, d - d/2], d being the inner delay.
 func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
-	if p.inner == nil {
-		return 0
+	attempt = max(attempt, 1)
+	var d time.Duration
+	if e, ok := p.inner.(ExponentialPolicy); ok {
+		d = e.curve(attempt)
+	} else {
+		d = delayOf(p.inner, attempt, src.sub())
 	}
-	if attempt < 1 {
-		attempt = 1
+	var r uint64
+	if src.keyed {
+		r = src.keyedDraw(attempt)
+	} else {
+		r = fresh()
 	}
-	d := int64(innerDelay(p.inner, attempt, src))
-	half := d / 2
-	return time.Duration(half + between(src.uint64(attempt), 0, d-half))
+	return p.apply(d, r)
+}
+
+// apply maps the random word r onto [d/2, d].
+func (EqualJitterPolicy) apply(d time.Duration, r uint64) time.Duration {
+	half := int64(d) / 2
+	return time.Duration(half + between(r, 0, int64(d)-half))
 }
 
 // Max returns the inner policy's maximum.
@@ -118,33 +129,34 @@ func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 
 // Delay returns a uniform draw in [d*(1-f), min(d*(1+f), inner.Max())].
 func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
-	if p.inner == nil {
-		return 0
-	}
-	if attempt < 1 {
-		attempt = 1
-	}
-	var d int64
-	if e, ok := p.inner.(ExponentialPolicy); ok { // innerDelay, inlined by hand
-		d = int64(e.curve(attempt))
+	attempt = max(attempt, 1)
+	var d time.Duration
+	if e, ok := p.inner.(ExponentialPolicy); ok {
+		d = e.curve(attempt)
 	} else {
-		d = int64(delayOf(p.inner, attempt, src.sub()))
+		d = delayOf(p.inner, attempt, src.sub())
 	}
 	var r uint64
-	if src.keyed { // Source.uint64, inlined by hand
-		r = mix(src.seed ^ uint64(attempt)*golden)
+	if src.keyed {
+		r = src.keyedDraw(attempt)
 	} else {
 		r = fresh()
 	}
+	return p.apply(d, r)
+}
+
+// apply maps the random word r onto [d - d*f, min(d + d*f, inner max)].
+func (p ProportionalPolicy) apply(delay time.Duration, r uint64) time.Duration {
+	d := int64(delay)
 	spread := d
-	if x := float64(d) * p.f; x < float64(d) && x >= 0 {
-		spread = int64(x)
+	if p.f < 1 {
+		// d >= 0 and f < 1 make the product a float below 2^63 whose
+		// truncation is at most d, so the conversion is exact and safe.
+		spread = int64(float64(d) * p.f)
 	}
-	hi := int64(p.innerMax)
-	if spread < hi-d {
-		hi = d + spread
-	}
-	return time.Duration(between(r, d-spread, hi))
+	// The top of the window is d+spread, clipped to the inner maximum
+	// (which is at least d), computed so that it cannot overflow.
+	return time.Duration(between(r, d-spread, d+min(spread, int64(p.innerMax)-d)))
 }
 
 // Max returns the inner policy's maximum.
@@ -211,7 +223,13 @@ func (p DecorrelatedPolicy) Delay(attempt int, src Source) time.Duration {
 		if prev <= math.MaxInt64/3 {
 			hi = prev * 3
 		}
-		prev = min(between(src.uint64(k), base, hi), cp)
+		var r uint64
+		if src.keyed { // Source.uint64, inlined by hand
+			r = src.keyedDraw(k)
+		} else {
+			r = fresh()
+		}
+		prev = min(between(r, base, hi), cp)
 		if k == attempt {
 			return time.Duration(prev)
 		}
@@ -224,18 +242,6 @@ func (p DecorrelatedPolicy) Max() time.Duration { return max(p.cap, 0) }
 // String returns "decorrelated(BASE, CAP)".
 func (p DecorrelatedPolicy) String() string {
 	return "decorrelated(" + formatDuration(p.base) + ", " + formatDuration(p.cap) + ")"
-}
-
-// innerDelay is the delay of a wrapper's inner policy, drawn from the
-// wrapper's derived source so nested draws stay independent. The common
-// inner curve, exponential, is computed without a call. The hottest
-// wrappers repeat this by hand, since it is too large for the compiler to
-// inline.
-func innerDelay(inner Policy, attempt int, src Source) time.Duration {
-	if e, ok := inner.(ExponentialPolicy); ok {
-		return e.curve(attempt)
-	}
-	return delayOf(inner, attempt, src.sub())
 }
 
 // isNilPolicy reports whether p holds no policy: nil itself, or a [Spec]

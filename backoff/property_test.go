@@ -167,6 +167,11 @@ func TestPropertyKeyedDeterminism(t *testing.T) {
 			if d1 != d2 || d1 != d3 {
 				t.Fatalf("%v at %d with key %q: %v, %v, then %v from the parsed copy", p, a, key, d1, d2, d3)
 			}
+			// The method and the dispatching function take different code
+			// paths to the same value; so does a Spec holding the policy.
+			if d4, d5 := p.Delay(a, backoff.Key(key)), backoff.Delay(backoff.Spec{Policy: p}, a, backoff.Key(key)); d4 != d1 || d5 != d1 {
+				t.Fatalf("%v at %d with key %q: Delay %v, method %v, Spec %v", p, a, key, d1, d4, d5)
+			}
 		}
 	}
 }

@@ -37,21 +37,17 @@ func Key(id string) Source {
 // Keyed reports whether s draws deterministically from a key.
 func (s Source) Keyed() bool { return s.keyed }
 
-// uint64 returns the draw for attempt in lane 0 of s.
-func (s Source) uint64(attempt int) uint64 {
-	if s.keyed {
-		return mix(s.seed ^ uint64(attempt)*golden)
-	}
-	return fresh()
-}
+// keyedDraw is the draw of a keyed Source for attempt, in the Source's own
+// lane; a wrapper hands its inner policy the lane of sub(). An unkeyed
+// Source draws from fresh instead. Callers branch on keyed themselves, so
+// that both paths inline.
+func (s Source) keyedDraw(attempt int) uint64 { return mix(s.seed ^ uint64(attempt)*golden) }
 
 // golden is 2^64 divided by the golden ratio, odd: multiplying the attempt
 // by it spreads consecutive attempts across the whole word before mixing.
 const golden = 0x9e3779b97f4a7c15
 
 // fresh returns a fresh random word from the runtime's per-thread generator.
-// It is a function of its own so that Source.uint64 stays small enough to
-// inline, which saves a call on every keyed draw.
 func fresh() uint64 { return rand.Uint64() }
 
 // sub returns the independent Source a wrapper hands to the policy it wraps,
