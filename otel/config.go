@@ -12,6 +12,7 @@ type config struct {
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
 	propagators    propagation.TextMapPropagator
+	producerParent bool
 }
 
 // newConfig applies opts over the defaults: the global tracer provider,
@@ -68,4 +69,19 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // keys (see [CarrierKeyPrefix]).
 func WithPropagators(p propagation.TextMapPropagator) Option {
 	return optionFunc(func(c *config) { c.propagators = p })
+}
+
+// WithProducerAsParent makes each attempt span a child of the producer's span
+// (read from the job's carrier, see [Inject]) when the adapter's context
+// carries no span of its own, instead of only linking to it. A job's whole
+// retry story is then one trace: the producer, then every attempt, with the
+// backoff delays visible as the gaps between them. The attempts still link to
+// each other.
+//
+// The default keeps each attempt in a trace of its own, linked to the
+// producer, as the OpenTelemetry messaging conventions recommend for work
+// that may run hours after it was enqueued; with this option such a trace
+// stays open as long as the job keeps retrying.
+func WithProducerAsParent() Option {
+	return optionFunc(func(c *config) { c.producerParent = true })
 }

@@ -45,6 +45,10 @@
 //   - the producer's span, when the carrier holds a context injected at
 //     enqueue time with [Inject] (for example a W3C "traceparent" header).
 //
+// With [WithProducerAsParent], an attempt whose adapter context carries no
+// span becomes the producer span's child instead of linking to it, so that
+// the producer and all attempts of a job form one trace.
+//
 // Links and attributes are added right after the span starts, once the span is
 // known to be recording, so a sampler sees the span's name and kind only.
 //

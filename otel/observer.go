@@ -64,8 +64,9 @@ const maxSeries = 1024
 // in metrics. It implements [observe.Observer]; create one with [New] and
 // hand it to an adapter. An Observer is safe for concurrent use.
 type Observer struct {
-	tracer      trace.Tracer
-	propagators propagation.TextMapPropagator
+	tracer         trace.Tracer
+	propagators    propagation.TextMapPropagator
+	producerParent bool
 
 	attempts  metric.Int64Counter
 	delay     metric.Float64Histogram
@@ -104,8 +105,9 @@ func New(opts ...Option) *Observer {
 		tracer: c.tracerProvider.Tracer(ScopeName,
 			trace.WithInstrumentationVersion(Version),
 			trace.WithSchemaURL(semconv.SchemaURL)),
-		propagators: c.propagators,
-		series:      make(map[seriesKey]*series),
+		propagators:    c.propagators,
+		producerParent: c.producerParent,
+		series:         make(map[seriesKey]*series),
 	}
 	meter := c.meterProvider.Meter(ScopeName,
 		metric.WithInstrumentationVersion(Version),
@@ -176,6 +178,13 @@ func outcomeName(o backoff.Outcome) string {
 // span's own context is stored in a.Carrier for the next attempt to link to.
 func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
 	s := o.seriesFor(a.System, a.Queue)
+	parented := false
+	if o.producerParent && a.Carrier != nil && !trace.SpanContextFromContext(ctx).IsValid() {
+		if p := o.producer(a.Carrier); p.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, p)
+			parented = true
+		}
+	}
 	ctx, span := o.tracer.Start(ctx, s.spanName, consumer...)
 	if !span.IsRecording() {
 		return ctx
@@ -195,7 +204,7 @@ func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) contex
 	}
 	span.SetAttributes(attrs...)
 	if a.Carrier != nil {
-		o.link(span, a)
+		o.link(span, a, parented)
 		// Store this attempt's span context for the next attempt to link
 		// to, replacing the previous one.
 		attemptPropagator.Inject(ctx, prefixed{a.Carrier})
@@ -203,9 +212,14 @@ func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) contex
 	return ctx
 }
 
-// link adds the span links of an attempt: to the previous attempt and to
-// the producer.
-func (o *Observer) link(span trace.Span, a observe.Attempt) {
+// producer returns the producer's span context stored in c, if any.
+func (o *Observer) producer(c observe.Carrier) trace.SpanContext {
+	return trace.SpanContextFromContext(o.propagators.Extract(context.Background(), c))
+}
+
+// link adds the span links of an attempt: to the previous attempt and, unless
+// the producer is the span's parent, to the producer.
+func (o *Observer) link(span trace.Span, a observe.Attempt, parented bool) {
 	prev := trace.SpanContextFromContext(attemptPropagator.Extract(context.Background(), prefixed{a.Carrier}))
 	if prev.IsValid() {
 		l := trace.Link{SpanContext: prev}
@@ -214,7 +228,10 @@ func (o *Observer) link(span trace.Span, a observe.Attempt) {
 		}
 		span.AddLink(l)
 	}
-	producer := trace.SpanContextFromContext(o.propagators.Extract(context.Background(), a.Carrier))
+	if parented {
+		return
+	}
+	producer := o.producer(a.Carrier)
 	if producer.IsValid() && !producer.Equal(prev) {
 		span.AddLink(trace.Link{SpanContext: producer})
 	}

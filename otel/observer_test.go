@@ -548,3 +548,49 @@ func TestMetricAttributesHaveBoundedCardinality(t *testing.T) {
 		}
 	}
 }
+
+func TestProducerAsParentMakesOneTrace(t *testing.T) {
+	f := newFixture(t, reboundotel.WithProducerAsParent())
+	pctx, producer := f.tp.Tracer("producer").Start(context.Background(), "send emails")
+	carrier := observe.MapCarrier{}
+	f.obs.Inject(pctx, carrier)
+	producer.End()
+	simJob(context.Background(), f.obs, mustRule(t, 5), "job-1", carrier, errors.New("a"), errors.New("b"))
+
+	attempts := jobSpansOf(f.spans.Ended(), "job-1")
+	if len(attempts) != 3 {
+		t.Fatalf("got %d attempt spans, want 3", len(attempts))
+	}
+	for i, s := range attempts {
+		if s.SpanContext().TraceID() != producer.SpanContext().TraceID() || s.Parent().SpanID() != producer.SpanContext().SpanID() {
+			t.Errorf("attempt %d: trace %v parent %v, want the producer's trace and the producer as parent", i+1, s.SpanContext().TraceID(), s.Parent().SpanID())
+		}
+		wantLinks := 0
+		if i > 0 {
+			wantLinks = 1
+		}
+		if len(s.Links()) != wantLinks || (i > 0 && !sameSpan(s.Links()[0].SpanContext, attempts[i-1].SpanContext())) {
+			t.Errorf("attempt %d links %+v, want only the previous attempt", i+1, s.Links())
+		}
+	}
+
+	// An adapter span in the context wins: the attempt stays its child.
+	ctx, outer := f.tp.Tracer("engine").Start(context.Background(), "engine.work")
+	a := observe.Attempt{System: "rebound", Queue: "emails", JobID: "job-2", Number: 1, MaxAttempts: 5, Carrier: observe.MapCarrier{"traceparent": carrier.Get("traceparent")}}
+	f.obs.AttemptEnded(f.obs.AttemptStarted(ctx, a), a, observe.Result{})
+	outer.End()
+	s := jobSpansOf(f.spans.Ended(), "job-2")
+	if len(s) != 1 || s[0].Parent().SpanID() != outer.SpanContext().SpanID() || len(s[0].Links()) != 1 {
+		t.Errorf("attempt under an adapter span: parent %v links %d, want the adapter span and a producer link", s[0].Parent().SpanID(), len(s[0].Links()))
+	}
+}
+
+func jobSpansOf(spans []sdktrace.ReadOnlySpan, id string) []sdktrace.ReadOnlySpan {
+	var out []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if attrMap(s.Attributes())["messaging.message.id"].AsString() == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
