@@ -41,7 +41,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
+		var reported flagError
+		if !errors.As(err, &reported) {
 			fmt.Fprintln(os.Stderr, "quickstart:", err)
 		}
 		os.Exit(2)
@@ -83,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.namespace, "namespace", "", "`name` of the queue, key prefix and schema used on real servers (default: random; removed afterwards)")
 	fs.DurationVar(&cfg.timeout, "timeout", 2*time.Minute, "give up if the jobs have not finished after this `long`")
 	if err := fs.Parse(args); err != nil {
-		return cfg, err
+		return cfg, flagError{err}
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q: every setting is a flag (see -h)", fs.Arg(0))
@@ -103,6 +107,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	return cfg, nil
 }
+
+// flagError is an error the flag package has already printed, with the
+// usage.
+type flagError struct{ error }
+
+func (e flagError) Unwrap() error { return e.error }
 
 // run is the whole command: it parses args, runs the jobs on the three
 // engines, prints each attempt as it ends and then the side-by-side table.

@@ -257,3 +257,18 @@ func TestFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestTimeout checks that a policy too slow for -timeout ends with an error
+// naming the flag and the jobs still waiting for their retries.
+func TestTimeout(t *testing.T) {
+	var stdout bytes.Buffer
+	err := run(context.Background(), []string{"-policy", "fixed(1h)", "-timeout", "1s"}, &stdout, io.Discard)
+	if err == nil {
+		t.Fatalf("run: no error\n%s", &stdout)
+	}
+	for _, want := range []string{"-timeout 1s", "asynq/always-fails", "river/flaky", "native/flaky"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %q", err, want)
+		}
+	}
+}

@@ -49,8 +49,6 @@ func (o *outcome) gap(n int) (time.Duration, bool) {
 // race runs every job on every engine under cfg.rule, printing each
 // attempt to stdout as it ends, and returns what happened.
 func race(ctx context.Context, cfg config, stdout, stderr io.Writer) (*report, error) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
-	defer cancel()
 	begin := time.Now()
 
 	b, err := openBackends(ctx, cfg, stderr)
@@ -116,7 +114,12 @@ func race(ctx context.Context, cfg config, stdout, stderr io.Writer) (*report, e
 		started = append(started, e)
 	}
 
-	states, err := waitDone(ctx, engines, ids)
+	wctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	states, err := waitDone(wctx, engines, ids)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return nil, fmt.Errorf("after -timeout %s, %w; the policy's delays may need a longer -timeout", cfg.timeout, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -187,7 +190,7 @@ func waitDone(ctx context.Context, engines []engine, ids map[ref]string) (map[re
 					}
 				}
 			}
-			return nil, fmt.Errorf("jobs not finished (%s): %w", strings.Join(left, ", "), context.Cause(ctx))
+			return nil, fmt.Errorf("jobs still not finished (%s): %w", strings.Join(left, ", "), context.Cause(ctx))
 		case <-tick.C:
 		}
 	}
@@ -195,7 +198,7 @@ func waitDone(ctx context.Context, engines []engine, ids map[ref]string) (map[re
 
 // print writes the side-by-side table and its footnotes.
 func (r *report) print(w io.Writer) {
-	fmt.Fprintf(w, "\nplanned: rebound's delay after each failed attempt, jitter keyed by the job's key; columns: the gap each engine really left\n\n")
+	fmt.Fprintf(w, "\nafter each failed attempt: the delay rebound planned (jitter keyed by the job's key) and the gap each engine left\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "job\tattempt\tplanned")
 	for _, e := range r.engines {
