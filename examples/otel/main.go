@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -49,6 +50,7 @@ func main() {
 // spans: to spans as JSON, or over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is
 // set. It reports progress to log.
 func run(ctx context.Context, spans, log io.Writer) error {
+	log = &lockedWriter{w: log} // the handler logs from the worker's goroutines
 	// 1. An SDK tracer provider, installed globally with W3C propagation.
 	tp, where, err := tracerProvider(ctx, spans)
 	if err != nil {
@@ -157,4 +159,16 @@ func firstSet(names ...string) string {
 		}
 	}
 	return ""
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
