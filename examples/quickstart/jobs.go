@@ -139,6 +139,11 @@ func (r *recorder) AttemptEnded(_ context.Context, a observe.Attempt, res observ
 		what = "succeeded"
 	case res.Decision.Outcome == backoff.OutcomeRetry:
 		what = fmt.Sprintf("failed: %v; retry in %s", res.Err, ms(res.Decision.Delay))
+		if !res.FireAt.IsZero() {
+			// Where the engine stores the fire time coarsely (asynq: whole
+			// seconds), the adapter's fire time shows the rounding.
+			what += fmt.Sprintf(", due at %s", ms(res.FireAt.Sub(r.t0)))
+		}
 	case res.Decision.Outcome == backoff.OutcomePermanent:
 		what = fmt.Sprintf("failed: %v; permanent, no retry", res.Err)
 	default:
