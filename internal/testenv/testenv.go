@@ -124,11 +124,12 @@ func Postgres(t testing.TB) *pgxpool.Pool {
 	return pool
 }
 
-// Schema creates a PostgreSQL schema unique to t and drops it, with all it
-// holds, when t ends. Pass it to rivermigrate.Config and river.Config.
+// Schema creates a PostgreSQL schema unique to t, at most 45 characters long
+// (River allows 46), and drops it, with all it holds, when t ends. Pass it to rivermigrate.Config and river.Config.
 func Schema(t testing.TB, pool *pgxpool.Pool) string {
 	t.Helper()
-	name := "rbt_" + strings.ReplaceAll(strings.ToLower(Name(t, 40)), "-", "_")
+	// River caps schema names at 46 characters: 4 + 32 + 1 + 8 = 45.
+	name := "rbt_" + strings.ReplaceAll(strings.ToLower(Name(t, 32)), "-", "_")
 	ctx := context.Background()
 	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
 		t.Fatalf("create schema %s: %v", name, err)
