@@ -55,6 +55,7 @@ type asynqEngine struct {
 	insp    *asynq.Inspector
 	srv     *asynq.Server
 	rec     *recorder
+	stderr  io.Writer
 }
 
 const taskType = "quickstart"
@@ -72,7 +73,7 @@ func newAsynq(rdb redis.UniversalClient, queue string, rule backoff.Rule, precis
 		return nil, err
 	}
 	return &asynqEngine{
-		rdb: rdb, queue: queue, precise: precise, retrier: r, rec: rec,
+		rdb: rdb, queue: queue, precise: precise, retrier: r, rec: rec, stderr: stderr,
 		client: asynq.NewClientFromRedisClient(rdb),
 		insp:   asynq.NewInspectorFromRedisClient(rdb),
 	}, nil
@@ -108,7 +109,8 @@ func (e *asynqEngine) start(context.Context) error {
 		TaskCheckInterval:        asynqPoll,
 		DelayedTaskCheckInterval: asynqPoll,
 		ShutdownTimeout:          5 * time.Second,
-		LogLevel:                 asynq.FatalLevel,
+		LogLevel:                 asynq.ErrorLevel, // asynq warns "Retry exhausted" for every archived task
+		Logger:                   asynqLogger{e.stderr},
 	})
 	mux := asynq.NewServeMux()
 	mux.Use(e.retrier.Middleware)
@@ -137,6 +139,19 @@ func (e *asynqEngine) stop(context.Context) error {
 	}
 	return nil
 }
+
+// asynqLogger writes asynq's log lines to w.
+type asynqLogger struct{ w io.Writer }
+
+func (l asynqLogger) log(level string, args []any) {
+	fmt.Fprintf(l.w, "asynq: %s: %s", level, fmt.Sprintln(args...))
+}
+
+func (l asynqLogger) Debug(args ...any) { l.log("debug", args) }
+func (l asynqLogger) Info(args ...any)  { l.log("info", args) }
+func (l asynqLogger) Warn(args ...any)  { l.log("warn", args) }
+func (l asynqLogger) Error(args ...any) { l.log("error", args) }
+func (l asynqLogger) Fatal(args ...any) { l.log("fatal", args) }
 
 // quickArgs are the River jobs' arguments: the job's key.
 type quickArgs struct {
