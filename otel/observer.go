@@ -2,6 +2,7 @@ package reboundotel
 
 import (
 	"context"
+	"reflect"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
@@ -68,6 +70,13 @@ type Observer struct {
 	propagators    propagation.TextMapPropagator
 	producerParent bool
 
+	// tp is the tracer provider; noopTP says it is the no-op provider, and
+	// globalTP that it is the global provider as it stands before an SDK is
+	// installed (see tracingOff).
+	tp       trace.TracerProvider
+	noopTP   bool
+	globalTP bool
+
 	attempts  metric.Int64Counter
 	delay     metric.Float64Histogram
 	exhausted metric.Int64Counter
@@ -107,7 +116,15 @@ func New(opts ...Option) *Observer {
 			trace.WithSchemaURL(semconv.SchemaURL)),
 		propagators:    c.propagators,
 		producerParent: c.producerParent,
+		tp:             c.tracerProvider,
 		series:         make(map[seriesKey]*series),
+	}
+	switch c.tracerProvider.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		o.noopTP = true
+	default:
+		t := reflect.TypeOf(c.tracerProvider)
+		o.globalTP = t.Kind() == reflect.Pointer && t.Elem().PkgPath() == globalPkg
 	}
 	meter := c.meterProvider.Meter(ScopeName,
 		metric.WithInstrumentationVersion(Version),
@@ -131,6 +148,24 @@ func New(opts ...Option) *Observer {
 	}
 	return o
 }
+
+// globalPkg is the package of the global tracer provider OpenTelemetry hands
+// out until an SDK is installed with otel.SetTracerProvider.
+const globalPkg = "go.opentelemetry.io/otel/internal/global"
+
+// tracingOff reports whether spans would be no-ops: the tracer provider is
+// the no-op one, or it is the global one and no SDK has been installed yet
+// (otel.GetTracerProvider still returns the placeholder). The observer then
+// starts no span at all, which saves the allocations a no-op span start
+// costs. Should OpenTelemetry's internals change, the check reports false
+// and the observer pays for a non-recording span, nothing worse.
+func (o *Observer) tracingOff() bool {
+	return o.noopTP || (o.globalTP && otel.GetTracerProvider() == o.tp)
+}
+
+// spanKey keys the attempt span the observer started in the context it
+// returns, so that AttemptEnded ends that span and never another one.
+type spanKey struct{}
 
 // seriesFor returns the cached names and attribute sets of (system, queue).
 func (o *Observer) seriesFor(system, queue string) *series {
@@ -177,6 +212,9 @@ func outcomeName(o backoff.Outcome) string {
 // to the previous attempt and the producer (read from a.Carrier), and the
 // span's own context is stored in a.Carrier for the next attempt to link to.
 func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+	if o.tracingOff() {
+		return ctx
+	}
 	s := o.seriesFor(a.System, a.Queue)
 	parented := false
 	if o.producerParent && a.Carrier != nil && !trace.SpanContextFromContext(ctx).IsValid() {
@@ -186,6 +224,7 @@ func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) contex
 		}
 	}
 	ctx, span := o.tracer.Start(ctx, s.spanName, consumer...)
+	ctx = context.WithValue(ctx, spanKey{}, span)
 	if !span.IsRecording() {
 		return ctx
 	}
@@ -239,7 +278,9 @@ func (o *Observer) link(span trace.Span, a observe.Attempt, parented bool) {
 
 // AttemptEnded records how the attempt ended on its span (outcome, retry
 // delay and fire time, error) and ends the span, then updates the metrics.
-// ctx must be the context AttemptStarted returned.
+// ctx must be the context AttemptStarted returned, or one derived from it:
+// the span ended is the one AttemptStarted stored there, never another span
+// the context carries.
 func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
 	outcome := backoff.Outcome(0)
 	if r.Err != nil {
@@ -252,8 +293,8 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 	}
 	retry := outcome == backoff.OutcomeRetry
 
-	span := trace.SpanFromContext(ctx)
-	if span.IsRecording() {
+	span, _ := ctx.Value(spanKey{}).(trace.Span)
+	if span != nil && span.IsRecording() {
 		attrs := make([]attribute.KeyValue, 0, 4)
 		attrs = append(attrs, OutcomeKey.String(outcomeName(outcome)))
 		if retry {
@@ -269,7 +310,9 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 		}
 		span.SetAttributes(attrs...)
 	}
-	span.End()
+	if span != nil {
+		span.End()
+	}
 
 	if !o.attempts.Enabled(ctx) && !o.delay.Enabled(ctx) && !o.exhausted.Enabled(ctx) {
 		return
