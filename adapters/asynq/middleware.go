@@ -134,7 +134,7 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	// context is done asynq's own goroutine may already be reading them:
 	// never write to them then, and round up instead.
 	exact := r.precise && headers != nil && ctx.Err() == nil
-	c := r.conclude(id, attempt, maxAttempts, err, end, exact)
+	c := r.conclude(r.source(t, id), attempt, maxAttempts, err, end, exact)
 	if exact && c.decision.Retry() {
 		headers[HeaderRetryAt] = strconv.FormatInt(c.fireAt.UnixNano(), 10)
 	}
@@ -142,20 +142,20 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	return c
 }
 
-// conclude decides what follows the failed attempt of task id that ended at
-// end: the decision under the rule keyed by the task ID, and the absolute
+// conclude decides what follows the failed attempt of the task keyed by src
+// that ended at end: the decision under the rule, and the absolute
 // fire time of a retry, exact when exact is set, otherwise rounded up to a
 // whole second.
-func (r *Retrier) conclude(id string, attempt, maxAttempts int, err error, end time.Time, exact bool) *carrier {
+func (r *Retrier) conclude(src backoff.Source, attempt, maxAttempts int, err error, end time.Time, exact bool) *carrier {
 	var dec backoff.Decision
 	switch {
 	case errors.Is(err, asynq.SkipRetry):
 		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
 	case !backoff.IsPermanent(err) && !r.counts(err):
 		// asynq retries without counting: the cap does not apply.
-		dec = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.policyDelay(attempt, err, backoff.Key(id))}
+		dec = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.policyDelay(attempt, err, src)}
 	default:
-		dec = r.decide(attempt, maxAttempts, err, backoff.Key(id))
+		dec = r.decide(attempt, maxAttempts, err, src)
 	}
 	c := &carrier{err: err, decision: dec}
 	if dec.Retry() {

@@ -40,6 +40,7 @@ type Retrier struct {
 	onError   func(error)
 	fallback  time.Duration
 	isFailure func(error) bool
+	key       func(t *asynq.Task, taskID string) backoff.Source
 }
 
 // An Option configures a [Retrier].
@@ -73,6 +74,16 @@ func WithFallbackDelay(d time.Duration) Option { return func(r *Retrier) { r.fal
 // asynq without counting as an attempt; the middleware then neither counts
 // it against MaxAttempts nor archives the task for it.
 func WithIsFailure(f func(error) bool) Option { return func(r *Retrier) { r.isFailure = f } }
+
+// WithKey sets the function that picks a task's jitter source. The default
+// is backoff.Key(taskID), which makes one task's schedule reproducible and
+// identical on every rebound adapter; key by a business ID carried in the
+// payload to give one logical job the same schedule on every engine. A key
+// function that panics is recovered (and reported to the error handler) and
+// the default key used. A nil f keeps the default.
+func WithKey(f func(t *asynq.Task, taskID string) backoff.Source) Option {
+	return func(r *Retrier) { r.key = f }
+}
 
 // New returns a Retrier for rule. The rule must come from [backoff.NewRule];
 // a zero Rule or an invalid option is an error.
@@ -120,6 +131,21 @@ func (r *Retrier) RetryDelay(n int, err error, _ *asynq.Task) time.Duration {
 	attempt := max(n, 0) + 1
 	delay := r.policyDelay(attempt, err, backoff.Source{})
 	return max(roundUp(now.Add(delay)).Sub(now), 0) + margin
+}
+
+// source returns the jitter source of task t with ID id: WithKey's choice,
+// or backoff.Key(id).
+func (r *Retrier) source(t *asynq.Task, id string) (src backoff.Source) {
+	if r.key == nil {
+		return backoff.Key(id)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.report(&PanicError{Op: "key", Value: p, Stack: debug.Stack()})
+			src = backoff.Key(id)
+		}
+	}()
+	return r.key(t, id)
 }
 
 // margin is added to a delay aimed at a whole second S. asynq computes
@@ -186,10 +212,10 @@ func roundUp(t time.Time) time.Time {
 }
 
 // PanicError is a recovered panic: of a task handler (the middleware turns
-// it into a failed attempt), or of a policy, observer or IsFailure function
-// (reported to [WithErrorHandler]).
+// it into a failed attempt), or of a policy, observer, key or IsFailure
+// function (reported to [WithErrorHandler]).
 type PanicError struct {
-	// Op names what panicked: "handler", "policy", "observer" or
+	// Op names what panicked: "handler", "policy", "observer", "key" or
 	// "is-failure".
 	Op string
 	// Value is the value passed to panic.
