@@ -190,10 +190,11 @@ func TestRedisOutage(t *testing.T) {
 	startWorker(t, q, fixedRule(t, 10*time.Millisecond, 10), func(ctx context.Context, j *Job) error {
 		mu.Lock()
 		runs[j.ID]++
+		first := runs[j.ID] == 1
 		mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
-		if j.Attempt == 1 {
-			return errors.New("first try fails")
+		if first {
+			return errors.New("first run fails")
 		}
 		return nil
 	}, WithConcurrency(4), WithLease(2*time.Second), WithErrorHandler(func(error) { errs.Add(1) }))

@@ -36,6 +36,8 @@ type Job struct {
 	// or observer sets here is stored when the attempt ends and seen by the
 	// next one.
 	Metadata observe.MapCarrier
+
+	maxStore int // the job's own cap as stored (0: the worker's rule)
 }
 
 // A Handler runs one attempt of a job. Returning nil completes the job. Any
@@ -82,7 +84,23 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]*runningJob
+	retries map[string]retryCache
 }
+
+// retryCache is what the worker knows of a job it just scheduled for a
+// retry. When it reserves that retry itself, it need not read the job hash
+// again: between the fail script and the next reservation no one holds the
+// job's lease, so nothing in the hash can have changed.
+type retryCache struct {
+	attempt  int // the attempt that failed
+	name     string
+	payload  []byte
+	maxStore int
+	meta     string
+}
+
+// maxRetryCache bounds the cache; past it, retries are read from Redis.
+const maxRetryCache = 10_000
 
 type runningJob struct {
 	id     string
@@ -191,6 +209,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		shutdown:    10 * time.Second,
 		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
 		running:     map[string]*runningJob{},
+		retries:     map[string]retryCache{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -430,33 +449,68 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Duration, error) {
 	if len(rs) == 0 {
 		return nil, nil, wait, nil
 	}
-	cmds := make([]*redis.SliceCmd, len(rs))
-	_, err = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range rs {
-			cmds[i] = p.HMGet(ctx, k.job(r.id), "payload", "name", "max", "meta")
+	// Retries this worker scheduled itself are known; read the others.
+	known := make([]*retryCache, len(rs))
+	var toRead []int
+	w.mu.Lock()
+	for i, r := range rs {
+		if c, ok := w.retries[r.id]; ok {
+			delete(w.retries, r.id)
+			if c.attempt+1 == r.attempt {
+				known[i] = &c
+				continue
+			}
 		}
-		return nil
-	})
+		toRead = append(toRead, i)
+	}
+	w.mu.Unlock()
+	// The jobs are leased to us from here on: register them so their
+	// leases are renewed, and if Redis fails while we read them, retry
+	// rather than let an attempt be lost.
+	w.mu.Lock()
+	for _, r := range rs {
+		w.running[r.token] = &runningJob{id: r.id, token: r.token}
+	}
+	w.mu.Unlock()
+	cmds := make([]*redis.SliceCmd, len(rs))
+	for try := 1; len(toRead) > 0; try++ {
+		_, err = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for _, i := range toRead {
+				cmds[i] = p.HMGet(ctx, k.job(rs[i].id), "payload", "name", "max", "meta")
+			}
+			return nil
+		})
+		if err == nil {
+			break
+		}
+		w.report(fmt.Errorf("native: load %d reserved jobs on queue %q (try %d): %w", len(toRead), w.q.name, try, err))
+		if !w.sleep(backoff.Delay(w.reconnect, try, backoff.Source{}), w.stop) {
+			break
+		}
+	}
+	str := func(x any) string { s, _ := x.(string); return s }
 	jobs := make([]*Job, 0, len(rs))
 	tokens := make([]string, 0, len(rs))
 	for i, r := range rs {
-		if err != nil {
-			// The jobs are leased to us: rather than lose them, let the
-			// lease run out; they come back through the reclaim path.
-			w.report(fmt.Errorf("native: load reserved job %q on queue %q: %w", r.id, w.q.name, err))
-			continue
+		c := known[i]
+		if c == nil {
+			if err != nil {
+				// Stopped while Redis was down: the lease runs out and
+				// the job comes back through the reclaim path.
+				w.mu.Lock()
+				delete(w.running, r.token)
+				w.mu.Unlock()
+				continue
+			}
+			v := cmds[i].Val()
+			c = &retryCache{name: str(v[1]), payload: []byte(str(v[0])), maxStore: int(parseInt(v[2])), meta: str(v[3])}
 		}
-		v := cmds[i].Val()
-		str := func(x any) string { s, _ := x.(string); return s }
-		maxAtt := int(parseInt(v[2]))
+		maxAtt := c.maxStore
 		if maxAtt < 1 {
 			maxAtt = w.rule.MaxAttempts()
 		}
-		j := &Job{ID: r.id, Queue: w.q.name, Name: str(v[1]), Payload: []byte(str(v[0])),
-			Attempt: r.attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(str(v[3])))}
-		w.mu.Lock()
-		w.running[r.token] = &runningJob{id: r.id, token: r.token}
-		w.mu.Unlock()
+		j := &Job{ID: r.id, Queue: w.q.name, Name: c.name, Payload: c.payload,
+			Attempt: r.attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(c.meta)), maxStore: c.maxStore}
 		jobs = append(jobs, j)
 		tokens = append(tokens, r.token)
 	}
@@ -508,6 +562,13 @@ func (w *Worker) run(j *Job, token string) {
 			w.report(ferr)
 		} else if len(res) >= 3 && parseInt(res[0]) == 1 {
 			result.FireAt = time.UnixMilli(parseInt(res[2]))
+			if meta != "" {
+				w.mu.Lock()
+				if len(w.retries) < maxRetryCache {
+					w.retries[j.ID] = retryCache{attempt: j.Attempt, name: j.Name, payload: j.Payload, maxStore: j.maxStore, meta: meta}
+				}
+				w.mu.Unlock()
+			}
 		}
 	}
 	w.observeEnd(octx, a, result)
