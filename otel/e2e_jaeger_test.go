@@ -29,6 +29,9 @@ import (
 const (
 	jaegerQueryEnv = "REBOUND_JAEGER_QUERY" // e.g. http://127.0.0.1:16686
 	jaegerOTLPEnv  = "REBOUND_JAEGER_OTLP"  // e.g. http://127.0.0.1:4318 (the default)
+	// jaegerRequireEnv set to 1 makes a missing Jaeger a failure, not a skip
+	// (CI sets it once it has started Jaeger).
+	jaegerRequireEnv = "REBOUND_REQUIRE_JAEGER"
 )
 
 // jaegerTraces is the part of the query API's answer the test reads.
@@ -60,6 +63,9 @@ type jaegerTraces struct {
 func TestJaegerEndToEnd(t *testing.T) {
 	query := os.Getenv(jaegerQueryEnv)
 	if query == "" {
+		if os.Getenv(jaegerRequireEnv) == "1" {
+			t.Fatalf("%s=1 but %s is not set; start Jaeger with: eval \"$(bash .ci/jaeger.sh start)\"", jaegerRequireEnv, jaegerQueryEnv)
+		}
 		t.Skipf("%s is not set; start Jaeger with: eval \"$(bash .ci/jaeger.sh start)\"", jaegerQueryEnv)
 	}
 	otlp := os.Getenv(jaegerOTLPEnv)

@@ -17,6 +17,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
@@ -593,4 +594,17 @@ func jobSpansOf(spans []sdktrace.ReadOnlySpan, id string) []sdktrace.ReadOnlySpa
 		}
 	}
 	return out
+}
+
+// TestMetricsWithoutTracing: a no-op tracer does not turn the metrics off.
+func TestMetricsWithoutTracing(t *testing.T) {
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	defer func() { _ = mp.Shutdown(context.Background()) }()
+	f := &fixture{reader: reader, obs: reboundotel.New(
+		reboundotel.WithTracerProvider(tracenoop.NewTracerProvider()),
+		reboundotel.WithMeterProvider(mp))}
+	boom := errors.New("boom")
+	simJob(context.Background(), f.obs, mustRule(t, 2), "j", observe.MapCarrier{}, boom, boom)
+	checkJobMetrics(t, f, "rebound", "emails", map[string]int64{"retry": 1, "exhausted": 1}, 1, 1)
 }
