@@ -43,7 +43,7 @@ func ExampleNew() {
 		for _, kv := range s.Attributes() {
 			switch kv.Key {
 			case reboundotel.AttemptKey, reboundotel.OutcomeKey, reboundotel.DelayKey, reboundotel.FireTimeKey, "error.type":
-				fmt.Printf(" %s=%s", kv.Key, kv.Value.Emit())
+				fmt.Printf(" %s=%s", kv.Key, kv.Value.String())
 			}
 		}
 		fmt.Printf(" status=%s links=%d\n", s.Status().Code, len(s.Links()))
