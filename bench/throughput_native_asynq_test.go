@@ -15,6 +15,9 @@ import (
 // throughputJobs is how many jobs each throughput run pushes through.
 const throughputJobs = 5_000
 
+// throughputConcurrency is every throughput run's number of handlers.
+const throughputConcurrency = 20
+
 // BenchmarkThroughput measures jobs per second end to end on the real Redis
 // where every job fails once and succeeds on its retry (2 runs per job),
 // with 20 handlers and a zero retry delay, so the figure is the engine's own
@@ -34,7 +37,9 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	})
 	b.Run("river", func(b *testing.B) {
-		b.Skip("River on PostgreSQL is not measured yet: no throughput run was written for it")
+		for b.Loop() {
+			benchThroughputRiver(b)
+		}
 	})
 }
 
@@ -63,7 +68,7 @@ func benchThroughputNative(b *testing.B) {
 			close(done)
 		}
 		return nil
-	}, native.WithConcurrency(20), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }))
+	}, native.WithConcurrency(throughputConcurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,7 +103,7 @@ func benchThroughputAsynq(b *testing.B) {
 	var ok atomic.Int64
 	done := make(chan struct{})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:              20,
+		Concurrency:              throughputConcurrency,
 		Queues:                   map[string]int{queue: 1},
 		RetryDelayFunc:           func(int, error, *asynq.Task) time.Duration { return 0 },
 		DelayedTaskCheckInterval: 100 * time.Millisecond,
