@@ -12,8 +12,14 @@ import (
 // print, so a new metric needs no change here.
 type scenario struct {
 	anchor, title string
-	// benches are the top-level benchmark names that feed the section.
+	// benches are the top-level benchmark names that feed the section, in
+	// the order of its rows.
 	benches []string
+	// rows maps a benchmark of benches to the prefix its rows are named
+	// with in place of its own name (e.g. "native/"). A benchmark without
+	// an entry names its rows without its name if it is the first of
+	// benches, and with it otherwise.
+	rows map[string]string
 	// intro says what is measured and how to read it.
 	intro []string
 	// units orders the metric columns that come first; any other metric
@@ -38,16 +44,31 @@ type ratio struct {
 var scenarios = []scenario{
 	{
 		anchor: "lateness", title: "Retry lateness",
-		benches: []string{"BenchmarkLateness", "BenchmarkNativeRetryLateness"},
+		benches: []string{"BenchmarkNativeRetryLateness", "BenchmarkLateness"},
+		rows:    map[string]string{"BenchmarkNativeRetryLateness": "native/", "BenchmarkLateness": ""},
 		intro: []string{
-			"How late each retry starts after its computed fire time, on real servers, under one",
-			"policy: p50, p99 and max in ms, and how many retries started **early** (before their",
-			"time; rebound's rule is that this is always 0). `idle` runs retries alone, `loaded`",
-			"with 10k other jobs in flight. asynq stores retry times in whole seconds and promotes",
-			"every `DelayedTaskCheckInterval`; River polls every `FetchPollInterval`.",
+			"How late each retry starts after its computed fire time (end of the failed attempt + the",
+			"delay), on real servers, under one policy for every engine: `fixed(100ms)`, MaxAttempts 2,",
+			"every job failing its first attempt and succeeding on its retry, 32 workers. p50, p99 and",
+			"max in ms, and how many retries started **early** (rebound's rule: always 0).",
+			"`idle`: 200 jobs whose first runs are spread over 2 s (a few in flight at a time);",
+			"`inflight-10k`: 10,000 jobs spread over 5 s (2k arrivals/s, up to 10k in the queue). The",
+			"native queue gets its jobs as delayed jobs; asynq and River from a producer on the same",
+			"schedule (their own scheduled-job paths would bunch them: whole seconds, a 5 s scheduler).",
+			"**asynq** runs through `reboundasynq` (RetryDelay + Middleware) on a private redis-server",
+			"with its default intervals (`DelayedTaskCheckInterval` 5 s, `TaskCheckInterval` 1 s) or",
+			"both at `100ms`; `round` rounds each fire time up to the whole second asynq stores (the",
+			"cost of never firing early), `precise` (`WithPrecise`) holds an early delivery until its",
+			"exact time. **River** runs through `reboundriver` on PostgreSQL with its defaults",
+			"(`FetchPollInterval` 1 s, `FetchCooldown` 100 ms) or `poll-50ms` (both 50 ms). River's",
+			"fetcher also wakes on inserts (at most once per `FetchCooldown`), so while jobs arrive its",
+			"retries do not wait for the poll; `quiet` (4 batches of 32 jobs 1.5 s apart, nothing else)",
+			"shows a queue that receives nothing. River fetches at most one batch of free workers per",
+			"`FetchCooldown`: 32 workers take at most 320 runs/s by default, 640 at 50 ms, so under",
+			"`inflight-10k` (4k runs/s offered) its figures are the backlog, not its retry timing.",
 		},
 		units:   []string{"late-p50-ms", "late-p99-ms", "late-max-ms", "early"},
-		missing: "no lateness benchmark (BenchmarkLateness/<engine>/<config>/<load> or BenchmarkNativeRetryLateness) exists in ./bench yet",
+		missing: "no lateness benchmark (BenchmarkNativeRetryLateness or BenchmarkLateness/<engine>/<config>/<load>) exists in ./bench yet",
 	},
 	{
 		anchor: "throughput", title: "Throughput",
@@ -55,6 +76,9 @@ var scenarios = []scenario{
 		intro: []string{
 			"Jobs per second end to end where every job fails once and succeeds on its retry: the",
 			"native path and asynq on the same Redis, River on PostgreSQL for reference.",
+			"River runs through `reboundriver` with `FetchCooldown` 5 ms (`FetchPollInterval` 50 ms):",
+			"River fetches at most one batch of free workers per cooldown, and its default (100 ms)",
+			"would cap 20 workers at 200 runs/s, whatever PostgreSQL can do.",
 		},
 		units:   []string{"jobs/s", "native-jobs/s", "asynq-jobs/s", "x-asynq"},
 		ratio:   &ratio{unit: "jobs/s", base: "asynq", label: "÷ asynq", rebound: "native"},
@@ -169,10 +193,7 @@ func (r *report) writeScenario(m *md, s scenario) {
 	m.p("%s runs |", head)
 	m.p("%s ---: |", sep)
 	for _, b := range bs {
-		// Rows of the section's main benchmark drop its name; rows fed by
-		// another benchmark keep it, so the reader sees which run it was.
-		name := strings.TrimPrefix(b.Name, s.benches[0]+"/")
-		name = strings.TrimPrefix(name, "Benchmark")
+		name := s.rowName(b.Name)
 		row := fmt.Sprintf("| <a id=%q></a>%s |", slug(s.anchor, name), name)
 		for _, u := range units {
 			v, ok := b.Median(u)
@@ -192,7 +213,11 @@ func (r *report) writeScenario(m *md, s scenario) {
 		m.p("%s %d |", row, runs)
 	}
 	m.p("")
-	if reasons := r.results.skipReasons(s.benches[0]); len(reasons) > 0 {
+	var reasons []string
+	for _, top := range s.benches {
+		reasons = append(reasons, r.results.skipReasons(top)...)
+	}
+	if len(reasons) > 0 {
 		m.p("Not measured in this run: %s.", strings.Join(reasons, "; "))
 		m.p("")
 	}
@@ -228,4 +253,20 @@ func (r *report) scenarioRatio(s scenario, b *bench) string {
 		}
 	}
 	return fmt.Sprintf("%.2f×", x)
+}
+
+// rowName is the name of the row of benchmark name: see scenario.rows.
+func (s scenario) rowName(name string) string {
+	for _, top := range s.benches {
+		if !strings.HasPrefix(name, top+"/") {
+			continue
+		}
+		if label, ok := s.rows[top]; ok {
+			return label + strings.TrimPrefix(name, top+"/")
+		}
+		if top == s.benches[0] {
+			return strings.TrimPrefix(name, top+"/")
+		}
+	}
+	return strings.TrimPrefix(name, "Benchmark")
 }
