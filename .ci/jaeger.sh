@@ -23,7 +23,10 @@ set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 tools="$here/tools/jaeger"
-cache="${REBOUND_JAEGER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rebound/jaeger}"
+if [ -n "${XDG_CACHE_HOME:-}" ]; then user_cache="$XDG_CACHE_HOME"
+elif [ -n "${HOME:-}" ]; then user_cache="$HOME/.cache"
+else user_cache="${TMPDIR:-/tmp}/rebound-cache"; fi
+cache="${REBOUND_JAEGER_CACHE:-$user_cache/rebound/jaeger}"
 run="${REBOUND_JAEGER_RUN:-$cache/run}"
 key="$(sha256sum "$tools/go.sum" | cut -c1-16)"
 bin="$cache/jaeger-$key"

@@ -26,9 +26,21 @@ var attemptPropagator propagation.TraceContext
 // prefixed is a carrier view whose keys all start with CarrierKeyPrefix.
 type prefixed struct{ c propagation.TextMapCarrier }
 
-func (p prefixed) Get(key string) string { return p.c.Get(CarrierKeyPrefix + key) }
+func (p prefixed) Get(key string) string { return p.c.Get(prefixedKey(key)) }
 
-func (p prefixed) Set(key, value string) { p.c.Set(CarrierKeyPrefix+key, value) }
+func (p prefixed) Set(key, value string) { p.c.Set(prefixedKey(key), value) }
+
+// prefixedKey is CarrierKeyPrefix+key, without building the string for the
+// two keys W3C Trace Context uses.
+func prefixedKey(key string) string {
+	switch key {
+	case "traceparent":
+		return CarrierKeyPrefix + "traceparent"
+	case "tracestate":
+		return CarrierKeyPrefix + "tracestate"
+	}
+	return CarrierKeyPrefix + key
+}
 
 func (p prefixed) Keys() []string {
 	var keys []string
