@@ -51,15 +51,68 @@ type Attempt struct {
 }
 
 // Result is how an attempt ended.
+//
+// The zero Result is a success. A failed attempt has Err set and the retry
+// decision rebound made for it. An attempt that ended without counting as
+// one (a snooze, an interrupted run) has Uncounted set as well: see
+// [Uncounted].
 type Result struct {
-	// Err is the attempt's error; nil means it succeeded.
+	// Err is the attempt's error; nil means it succeeded. When Uncounted is
+	// set, Err is what the handler or engine returned (river.JobSnooze's
+	// error, the context's cancellation), kept for information: it is not
+	// a failure.
 	Err error
 	// Decision is the retry decision rebound made for a failed attempt:
-	// retry after a delay, exhausted, or permanent. Zero on success.
+	// retry after a delay, exhausted, or permanent. Zero on success. When
+	// Uncounted is set, the decision is the engine's, not the rule's: a
+	// retry whose Delay is the time until FireAt, so that an observer
+	// written before Uncounted existed still sees the job run again.
 	Decision backoff.Decision
-	// FireAt is when the retry is scheduled to run, by the adapter's best
-	// knowledge; zero unless Decision is a retry.
+	// FireAt is when the job runs again, by the adapter's best knowledge:
+	// the scheduled retry when Decision is a retry, the engine's rerun time
+	// when Uncounted is set; zero otherwise.
 	FireAt time.Time
+	// Uncounted, when not zero, says that the attempt did not count as
+	// one and why. Observers should not treat such an attempt as a
+	// failure, nor its delay as a retry delay.
+	Uncounted Uncounted
+}
+
+// Uncounted says why an attempt ended without counting as one. The engine
+// runs the job again later without using up an attempt: the attempts cap
+// does not apply, the rule was not asked, and the next run may carry the
+// same attempt number. The zero value, Counted, is an ordinary attempt.
+type Uncounted uint8
+
+const (
+	// Counted is an ordinary attempt: it succeeded, or it failed and
+	// counts against the attempts cap.
+	Counted Uncounted = iota
+	// Snoozed is an attempt whose job asked to run again later without
+	// counting the attempt: River's river.JobSnooze, or an asynq handler
+	// error for which the server's Config.IsFailure returns false. FireAt
+	// is when the engine runs it again.
+	Snoozed
+	// Interrupted is an attempt cut short because the worker was stopping
+	// (a River client shutting down cancels the jobs it runs): the engine
+	// puts the job back as it was, to run again without counting this
+	// run. It says nothing about the job itself, so it is not a failure.
+	// FireAt is when the job is available again, usually at once.
+	Interrupted
+)
+
+// String returns "counted", "snoozed", "interrupted", or "uncounted" for a
+// value this package does not define.
+func (u Uncounted) String() string {
+	switch u {
+	case Counted:
+		return "counted"
+	case Snoozed:
+		return "snoozed"
+	case Interrupted:
+		return "interrupted"
+	}
+	return "uncounted"
 }
 
 // An Observer watches attempts. Adapters call AttemptStarted before running
@@ -75,10 +128,14 @@ type Observer interface {
 	AttemptEnded(ctx context.Context, a Attempt, r Result)
 }
 
-// Outcome names how an attempt ended, for labels: "success", or the
-// decision's outcome ("retry", "exhausted", "permanent").
+// Outcome names how an attempt ended, for labels: "success", the decision's
+// outcome ("retry", "exhausted", "permanent"), or, for an attempt that did
+// not count, its [Uncounted] name ("snoozed", "interrupted").
 func (r Result) Outcome() string {
-	if r.Err == nil {
+	switch {
+	case r.Uncounted != Counted:
+		return r.Uncounted.String()
+	case r.Err == nil:
 		return "success"
 	}
 	return r.Decision.Outcome.String()
