@@ -375,6 +375,14 @@ func (w *Worker) fetchLoop() {
 			return
 		case w.slots <- struct{}{}:
 		}
+		// select picks at random among ready cases: a slot that freed up
+		// after Shutdown began must not take one more job.
+		select {
+		case <-w.stop:
+			<-w.slots
+			return
+		default:
+		}
 		n := 1
 	more:
 		for n < w.concurrency {
@@ -385,7 +393,7 @@ func (w *Worker) fetchLoop() {
 				break more
 			}
 		}
-		jobs, tokens, wait, err := w.reserve(n)
+		jobs, tokens, due, err := w.reserve(n)
 		for range n - len(jobs) {
 			<-w.slots
 		}
@@ -412,7 +420,7 @@ func (w *Worker) fetchLoop() {
 		case w.listenReq <- struct{}{}:
 		default:
 		}
-		timer.Reset(min(wait, w.idlePoll))
+		timer.Reset(min(time.Until(due), w.idlePoll))
 		select {
 		case <-w.stop:
 			w.waiting.Store(false)
@@ -424,30 +432,31 @@ func (w *Worker) fetchLoop() {
 	}
 }
 
-// reserve runs the reserve script for up to n jobs and loads them. wait is
-// how long until the earliest delayed job is due.
-func (w *Worker) reserve(n int) ([]*Job, []string, time.Duration, error) {
+// reserve runs the reserve script for up to n jobs and loads them. due is
+// when, by the local clock, the earliest delayed job becomes due (taken as
+// the reply arrives, so loading the jobs does not delay it).
+func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	k := w.q.keys
 	ctx := context.Background()
 	res, err := scriptReserve.Run(ctx, w.q.rdb,
 		[]string{k.wait, k.active, k.delayed, k.marker, k.attempts, k.leases, k.counter},
 		n, w.lease.Milliseconds()).Slice()
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, time.Time{}, err
 	}
 	if len(res) < 2 {
-		return nil, nil, 0, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
+		return nil, nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
 	}
-	wait := w.idlePoll
+	due := time.Now().Add(w.idlePoll)
 	if next := parseInt(res[1]); next >= 0 {
-		wait = max(time.Duration(next*1000-parseInt(res[0]))*time.Microsecond, 0)
+		due = time.Now().Add(max(time.Duration(next*1000-parseInt(res[0]))*time.Microsecond, 0))
 	}
 	var rs []reserved
 	for i := 2; i+2 < len(res); i += 3 {
 		rs = append(rs, reserved{id: fmt.Sprint(res[i]), attempt: int(parseInt(res[i+1])), token: fmt.Sprint(res[i+2])})
 	}
 	if len(rs) == 0 {
-		return nil, nil, wait, nil
+		return nil, nil, due, nil
 	}
 	// Retries this worker scheduled itself are known; read the others.
 	known := make([]*retryCache, len(rs))
@@ -514,7 +523,7 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Duration, error) {
 		jobs = append(jobs, j)
 		tokens = append(tokens, r.token)
 	}
-	return jobs, tokens, wait, nil
+	return jobs, tokens, due, nil
 }
 
 // run runs one attempt and stores its outcome.
