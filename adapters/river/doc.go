@@ -44,7 +44,17 @@
 //     retried by hand past its cap (River's JobRetry grants one more run) gets
 //     that run and is discarded again if it fails.
 //   - river.JobSnooze and river.JobCancel returned by a worker keep River's
-//     meaning; neither leaves an entry behind.
+//     meaning; neither leaves an entry behind. A snooze is not an attempt:
+//     the observer hears it as [observe.Snoozed], not as a failure.
+//   - A run cut short because the client is stopping (StopAndCancel, or
+//     Stop's SoftStopTimeout running out) is put back by River without
+//     counting it; the observer hears it as [observe.Interrupted]. A
+//     cancellation River does count, such as cancelling the context the
+//     client was started with (without SoftStopTimeout), is decided by the
+//     rule like any error. River marks its own stop with an unexported
+//     cancellation cause, so a start context cancelled with a cause of the
+//     caller's own (context.WithCancelCause) is reported as interrupted
+//     although River counts it.
 //   - A worker panic is retried like an error and then re-raised, so River still
 //     records it as a panic with its stack trace.
 //

@@ -90,7 +90,9 @@ func WithKey(key func(job *rivertype.JobRow) backoff.Source) Option {
 
 // WithObserver reports every attempt the middleware sees to o: AttemptStarted
 // before the worker runs (its context is passed down to the worker) and
-// AttemptEnded once the retry decision is made. The attempt's Carrier reads
+// AttemptEnded once the retry decision is made (snoozes and runs cut short
+// by a stopping client are reported with [observe.Result.Uncounted] set; see
+// [Retrier.Work]). The attempt's Carrier reads
 // the job's metadata and writes with river.MetadataSet, so values set during
 // one attempt are read back by the next. Panics in o are recovered.
 func WithObserver(o observe.Observer) Option {
@@ -204,6 +206,15 @@ func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobIns
 // worker and River both see the cap the rule sets. Snoozes and the worker's
 // own river.JobCancel keep River's meaning. A panic in the worker is decided
 // like an error and then re-raised.
+//
+// Two kinds of run are not attempts in River's eyes, and the observer hears
+// them as such ([observe.Result.Uncounted]) rather than as failures: a
+// snooze (river.JobSnooze, reported as [observe.Snoozed], firing when the
+// snooze ends) and a run cut short by the client stopping (Stop's soft-stop
+// timeout or StopAndCancel cancels the job's context and the worker returns
+// the cancellation; reported as [observe.Interrupted], the job being put
+// back to run at once). River reruns both without counting them or calling
+// NextRetry.
 func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
 	if job == nil {
 		return doInner(ctx)
@@ -264,16 +275,16 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 		// Not an attempt: River reruns the job after the snooze without
 		// counting it, and does not call NextRetry.
 		d := max(snooze.Duration, 0)
-		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d}, FireAt: now.Add(d)}, err
+		return uncounted(err, observe.Snoozed, d, now), err
 	}
 	var cancel *rivertype.JobCancelError
 	if errors.As(err, &cancel) || errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
 		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err
 	}
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		// The client is stopping: River puts the job back as it was,
-		// without counting the attempt and without calling NextRetry.
-		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomeRetry}, FireAt: now}, err
+	if stopping(ctx, err) {
+		// The client is stopping: River puts the job back as it was, to
+		// run at once, without counting the attempt or calling NextRetry.
+		return uncounted(err, observe.Interrupted, 0, now), err
 	}
 
 	d := r.decide(rule, job.Attempt, err, r.source(job))
@@ -289,6 +300,41 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 		// MaxAttempts, and this is the same *JobRow it checks.
 		job.MaxAttempts = job.Attempt
 		return observe.Result{Err: err, Decision: d}, err
+	}
+}
+
+// uncounted is the result of a run River does not count as an attempt: it
+// runs the job again after d, as River's own decision rather than the
+// rule's.
+func uncounted(err error, why observe.Uncounted, d time.Duration, now time.Time) observe.Result {
+	return observe.Result{
+		Err:       err,
+		Decision:  backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d},
+		FireAt:    now.Add(d),
+		Uncounted: why,
+	}
+}
+
+// stopping reports whether River takes err as its client stopping, which it
+// does when the job's context was cancelled with the cause River's Stop and
+// StopAndCancel use and the worker returned context.Canceled or that cause.
+// River's cause is an unexported value, so any cause other than the ones
+// River uses for something else (a remote cancellation, a timeout) or a
+// plain cancellation is taken as River's: a plain cancellation of the
+// context the client was started with reaches jobs as context.Canceled, and
+// River counts that run as a failed attempt.
+func stopping(ctx context.Context, err error) bool {
+	if ctx.Err() == nil {
+		return false
+	}
+	switch cause := context.Cause(ctx); {
+	case cause == nil,
+		errors.Is(cause, context.Canceled),
+		errors.Is(cause, context.DeadlineExceeded),
+		errors.Is(cause, rivertype.ErrJobCancelledRemotely):
+		return false
+	default:
+		return errors.Is(err, context.Canceled) || errors.Is(err, cause)
 	}
 }
 

@@ -3,6 +3,7 @@ package reboundriver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -423,6 +424,78 @@ func TestObserverReports(t *testing.T) {
 	got := []string{o.ended[1].Outcome(), o.ended[2].Outcome(), o.ended[3].Outcome()}
 	if strings.Join(got, ",") != "exhausted,permanent,success" {
 		t.Errorf("outcomes %v, want exhausted, permanent, success", got)
+	}
+}
+
+// errRiverStop stands in for the unexported cause River cancels a job's
+// context with when its client stops.
+var errRiverStop = errors.New("stop initiated")
+
+// A snooze and a run cut short by a stopping client are not attempts:
+// they are reported as Uncounted, not as retries, and leave no entry.
+// Cancellations River does count keep being decided by the rule.
+func TestObserverReportsUncounted(t *testing.T) {
+	o := &recordingObserver{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
+	cancelled := func(cause error) context.Context {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(cause)
+		return ctx
+	}
+	timedOut, stop := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer stop()
+	cases := []struct {
+		name      string
+		ctx       context.Context
+		worker    func(ctx context.Context) error
+		uncounted observe.Uncounted
+		outcome   string
+		fireAt    time.Time
+		entry     bool // River will call NextRetry for it
+	}{
+		{"snooze", context.Background(), func(context.Context) error { return river.JobSnooze(time.Minute) },
+			observe.Snoozed, "snoozed", base.Add(time.Minute), false},
+		{"zero snooze", context.Background(), func(context.Context) error { return river.JobSnooze(0) },
+			observe.Snoozed, "snoozed", base, false},
+		{"client stopping, worker returns ctx.Err", cancelled(errRiverStop), func(ctx context.Context) error { return ctx.Err() },
+			observe.Interrupted, "interrupted", base, false},
+		{"client stopping, worker returns the cause", cancelled(errRiverStop), func(ctx context.Context) error { return fmt.Errorf("send: %w", context.Cause(ctx)) },
+			observe.Interrupted, "interrupted", base, false},
+		// River counts these: the worker's own error while stopping, a
+		// plain cancellation of the client's start context, a timeout.
+		{"client stopping, worker's own error", cancelled(errRiverStop), func(context.Context) error { return errBoom },
+			observe.Counted, "retry", base.Add(time.Second), true},
+		{"plain cancellation", cancelled(nil), func(ctx context.Context) error { return ctx.Err() },
+			observe.Counted, "retry", base.Add(time.Second), true},
+		{"timeout", timedOut, func(ctx context.Context) error { return ctx.Err() },
+			observe.Counted, "retry", base.Add(time.Second), true},
+		{"remote cancel", cancelled(rivertype.ErrJobCancelledRemotely), func(ctx context.Context) error { return ctx.Err() },
+			observe.Counted, "permanent", time.Time{}, false},
+	}
+	for i, c := range cases {
+		o.ended = nil
+		job := &rivertype.JobRow{ID: int64(100 + i), Attempt: 1, MaxAttempts: 3}
+		returned := r.Work(c.ctx, job, c.worker)
+		if len(o.ended) != 1 {
+			t.Fatalf("%s: %d results reported, want 1", c.name, len(o.ended))
+		}
+		res := o.ended[0]
+		if res.Uncounted != c.uncounted || res.Outcome() != c.outcome || !res.FireAt.Equal(c.fireAt) {
+			t.Errorf("%s: reported %v (%s) firing at %v, want %v (%s) at %v",
+				c.name, res.Uncounted, res.Outcome(), res.FireAt, c.uncounted, c.outcome, c.fireAt)
+		}
+		if res.Err == nil || (c.uncounted != observe.Counted && res.Err != returned) {
+			t.Errorf("%s: reported error %v, want the error handed to River (%v)", c.name, res.Err, returned)
+		}
+		if c.uncounted != observe.Counted && (!res.Decision.Retry() || !base.Add(res.Decision.Delay).Equal(c.fireAt)) {
+			t.Errorf("%s: decision %+v, want River's rerun after the time until FireAt", c.name, res.Decision)
+		}
+		if got := r.WorkerNextRetry(job); got.IsZero() == c.entry || (c.entry && !got.Equal(res.FireAt)) {
+			t.Errorf("%s: captured retry time %v, want one (%v) only when River calls NextRetry", c.name, got, c.entry)
+		}
+	}
+	if r.Pending() != 0 {
+		t.Fatalf("Pending = %d, want 0", r.Pending())
 	}
 }
 

@@ -286,3 +286,127 @@ func TestNoLeakAfterManyJobs(t *testing.T) {
 		cleanupAfterManyJobs(t, riversqlite.New(sqliteDB(t)), "")
 	})
 }
+
+// blockArgs jobs run until their context is done and return its error.
+type blockArgs struct{}
+
+func (blockArgs) Kind() string { return "rebound_block" }
+
+type blockWorker struct {
+	river.WorkerDefaults[blockArgs]
+	running chan struct{} // receives once per run, when the run starts
+}
+
+func (w *blockWorker) Work(ctx context.Context, _ *river.Job[blockArgs]) error {
+	select {
+	case w.running <- struct{}{}:
+	case <-ctx.Done():
+	}
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// stopMidAttempt starts a client whose only job blocks until cancelled,
+// stops the client with stop once the job runs, and returns the job as
+// River left it and what the observer was told.
+func stopMidAttempt[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema string,
+	stop func(ctx context.Context, client *river.Client[TTx], cancelStart context.CancelFunc) error,
+) (*rivertype.JobRow, []observe.Result, *Retrier) {
+	t.Helper()
+	o := &recordingObserver{}
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o))
+	w := &blockWorker{running: make(chan struct{}, 1)}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, w)
+	client, err := river.NewClient(driver, clientConfig(t, r, schema, workers, 1, testPoll))
+	if err != nil {
+		t.Fatalf("river.NewClient: %v", err)
+	}
+	ctx, cancelStart := context.WithCancel(context.Background())
+	defer cancelStart()
+	if err := client.Start(ctx); err != nil {
+		t.Fatalf("client.Start: %v", err)
+	}
+	ins, err := client.Insert(context.Background(), blockArgs{}, nil)
+	if err != nil {
+		t.Fatalf("Insert: %v", err)
+	}
+	select {
+	case <-w.running:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the job did not start within 30s")
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := stop(sctx, client, cancelStart); err != nil {
+		t.Fatalf("stopping the client: %v", err)
+	}
+	select {
+	case <-client.Stopped():
+	case <-sctx.Done():
+		t.Fatal("the client did not stop within 30s")
+	}
+	job, err := client.JobGet(context.Background(), ins.Job.ID)
+	if err != nil {
+		t.Fatalf("JobGet: %v", err)
+	}
+	// The next client on this database must not find this job.
+	if _, err := client.JobDelete(context.Background(), ins.Job.ID); err != nil {
+		t.Fatalf("JobDelete: %v", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.started) != 1 || o.started[0].JobID != strconv.FormatInt(ins.Job.ID, 10) {
+		t.Fatalf("observer saw %d attempts (%+v), want one of job %d", len(o.started), o.started, ins.Job.ID)
+	}
+	return job, append([]observe.Result(nil), o.ended...), r
+}
+
+// A client that stops while a job runs puts the job back without counting
+// the attempt, and the observer hears an interrupted run, not a failure;
+// when River does count the cancellation (the start context cancelled
+// without StopAndCancel) the observer hears a retry, and NextRetry gets
+// the rule's time.
+func stopInterrupts[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema string) {
+	t.Run("StopAndCancel", func(t *testing.T) {
+		job, ended, r := stopMidAttempt(t, driver, schema, func(ctx context.Context, c *river.Client[TTx], _ context.CancelFunc) error {
+			return c.StopAndCancel(ctx)
+		})
+		if job.State != rivertype.JobStateAvailable || job.Attempt != 0 || len(job.Errors) != 0 {
+			t.Fatalf("job left %s at attempt %d with %d errors, want available at 0 with none (River's soft stop)", job.State, job.Attempt, len(job.Errors))
+		}
+		if len(ended) != 1 || ended[0].Uncounted != observe.Interrupted || ended[0].Outcome() != "interrupted" || !errors.Is(ended[0].Err, context.Canceled) {
+			t.Fatalf("observer heard %+v, want one interrupted run with context.Canceled", ended)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+	t.Run("StartContextCancelled", func(t *testing.T) {
+		before := time.Now()
+		job, ended, r := stopMidAttempt(t, driver, schema, func(_ context.Context, _ *river.Client[TTx], cancelStart context.CancelFunc) error {
+			cancelStart()
+			return nil
+		})
+		if len(ended) != 1 || ended[0].Uncounted != observe.Counted || ended[0].Outcome() != "retry" {
+			t.Fatalf("observer heard %+v, want one counted retry", ended)
+		}
+		if job.State != rivertype.JobStateRetryable || job.Attempt != 1 || !job.ScheduledAt.Equal(ended[0].FireAt) || job.ScheduledAt.Before(before.Add(time.Hour)) {
+			t.Fatalf("job left %s at attempt %d scheduled %v, want retryable at 1, scheduled at the reported %v (an hour on)",
+				job.State, job.Attempt, job.ScheduledAt, ended[0].FireAt)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+}
+
+func TestStopInterrupts(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		pool, schema := postgresDB(t)
+		stopInterrupts(t, riverpgxv5.New(pool), schema)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		stopInterrupts(t, riversqlite.New(sqliteDB(t)), "")
+	})
+}
