@@ -16,9 +16,14 @@ import (
 // CarrierKeyPrefix starts the carrier keys under which an attempt stores its
 // span context for the next attempt to link to: "rebound-attempt-traceparent"
 // and, when the span has a trace state, "rebound-attempt-tracestate" (W3C
-// Trace Context values). They are distinct from the producer's "traceparent"
-// so that both can travel with the job.
+// Trace Context values), plus "rebound-attempt-number", the attempt's
+// number, which the link to it carries (a run that does not count, such as
+// a snooze, is followed by one with the same number). They are distinct
+// from the producer's "traceparent" so that both can travel with the job.
 const CarrierKeyPrefix = "rebound-attempt-"
+
+// attemptNumberKey is the carrier key of the stored attempt's number.
+const attemptNumberKey = CarrierKeyPrefix + "number"
 
 // attemptPropagator writes and reads the previous attempt's span context.
 var attemptPropagator propagation.TraceContext

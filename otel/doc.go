@@ -23,16 +23,28 @@
 //	rebound.job.kind             the job's type, when the engine has one
 //	rebound.job.attempt          1-based number of this attempt
 //	rebound.job.max_attempts     total runs the job may have
-//	rebound.retry.outcome        "success", "retry", "exhausted" or "permanent"
+//	rebound.retry.outcome        "success", "retry", "exhausted" or "permanent";
+//	                             "snoozed" or "interrupted" for a run that did
+//	                             not count as an attempt
 //	rebound.retry.delay          on retry: the chosen delay, in seconds (float)
-//	rebound.retry.fire_time      on retry: when the next attempt is due, RFC 3339
-//	                             in UTC with nanoseconds, e.g. "2026-01-02T15:04:05.25Z"
+//	rebound.retry.fire_time      on retry, snoozed or interrupted: when the job
+//	                             runs next, RFC 3339 in UTC with nanoseconds,
+//	                             e.g. "2026-01-02T15:04:05.25Z"
 //
 // A failed attempt sets the span status to Error with the error's message,
 // records the error as an exception event and sets error.type (the error's
 // type, looking through rebound's own [backoff.Permanent] and
 // [backoff.RetryAfter] wrappers). A successful attempt leaves the status
 // Unset.
+//
+// Some runs end without counting as an attempt ([observe.Result.Uncounted]):
+// a River job that returns river.JobSnooze, an asynq handler error for which
+// the server's Config.IsFailure returns false ("snoozed"), a River job cut
+// short because its client is stopping ("interrupted"). The engine runs the
+// job again without using up an attempt, so the next run may carry the same
+// rebound.job.attempt. Such a run is not a failure: its status stays Unset,
+// with no error.type and no exception event. The next run still links to
+// it.
 //
 // # Links
 //
@@ -54,8 +66,10 @@
 //
 // # Metrics
 //
-//	rebound.attempts        counter, {attempt}: attempts by outcome
-//	rebound.retry.delay     histogram, s: the delays chosen for retries
+//	rebound.attempts        counter, {attempt}: attempts by outcome, runs that
+//	                        did not count included ("snoozed", "interrupted")
+//	rebound.retry.delay     histogram, s: the delays chosen for retries (not
+//	                        snoozes)
 //	rebound.jobs.exhausted  counter, {job}: jobs that ran out of attempts
 //
 // Metric attributes are messaging.system, messaging.destination.name and (on

@@ -3,6 +3,7 @@ package reboundotel
 import (
 	"context"
 	"reflect"
+	"strconv"
 	"sync"
 	"time"
 
@@ -30,21 +31,25 @@ const (
 	// job name (string).
 	KindKey = attribute.Key("rebound.job.kind")
 	// OutcomeKey is how the attempt ended: "success", "retry", "exhausted"
-	// or "permanent" (string).
+	// or "permanent", or for a run that did not count as an attempt
+	// (see [observe.Uncounted]) "snoozed" or "interrupted" (string).
 	OutcomeKey = attribute.Key("rebound.retry.outcome")
 	// DelayKey is the delay chosen before the next attempt, in seconds
 	// (float64); set on retries only.
 	DelayKey = attribute.Key("rebound.retry.delay")
 	// FireTimeKey is when the next attempt is due, RFC 3339 in UTC with
-	// nanoseconds (string); set on retries only.
+	// nanoseconds (string); set on retries and on runs that did not count
+	// as attempts (snoozed, interrupted).
 	FireTimeKey = attribute.Key("rebound.retry.fire_time")
 )
 
 // Metric names.
 const (
-	// AttemptsMetric counts attempts by outcome ({attempt}).
+	// AttemptsMetric counts attempts by outcome ({attempt}), runs that
+	// did not count as attempts included, under their own outcomes.
 	AttemptsMetric = "rebound.attempts"
-	// RetryDelayMetric records the delays chosen for retries (s).
+	// RetryDelayMetric records the delays chosen for retries (s); a snooze
+	// or an interrupted run is not a retry and is not recorded.
 	RetryDelayMetric = "rebound.retry.delay"
 	// ExhaustedMetric counts jobs that ran out of attempts ({job}).
 	ExhaustedMetric = "rebound.jobs.exhausted"
@@ -94,8 +99,8 @@ type seriesKey struct{ system, queue string }
 type series struct {
 	spanName string
 	// byOutcome holds the rebound.attempts attribute set per outcome,
-	// indexed by backoff.Outcome (0 is success).
-	byOutcome [4]metric.MeasurementOption
+	// indexed as outcomeName is.
+	byOutcome [numOutcomes]metric.MeasurementOption
 	// base is the set without an outcome, for the delay and exhausted
 	// instruments.
 	base metric.MeasurementOption
@@ -194,17 +199,58 @@ func newSeries(system, queue string) *series {
 	s.base = metric.WithAttributeSet(attribute.NewSet(sys, dst))
 	for i := range s.byOutcome {
 		s.byOutcome[i] = metric.WithAttributeSet(attribute.NewSet(sys, dst,
-			OutcomeKey.String(outcomeName(backoff.Outcome(i)))))
+			OutcomeKey.String(outcomeName(i))))
 	}
 	return s
 }
 
-// outcomeName is the label of an outcome; 0 is a success.
-func outcomeName(o backoff.Outcome) string {
-	if o == 0 {
+// Outcome indexes, for labels and the per-series attribute sets: 0 is a
+// success, 1 to 3 are the backoff.Outcome of a failed attempt, and the rest
+// are runs that did not count as attempts.
+const (
+	outcomeSuccess     = 0
+	outcomeRetry       = int(backoff.OutcomeRetry)
+	outcomeExhausted   = int(backoff.OutcomeExhausted)
+	outcomeSnoozed     = int(backoff.OutcomePermanent) + 1
+	outcomeInterrupted = outcomeSnoozed + 1
+	// outcomeUncounted is an observe.Uncounted value this package does
+	// not know, from a newer observe package.
+	outcomeUncounted = outcomeInterrupted + 1
+	numOutcomes      = outcomeUncounted + 1
+)
+
+// outcomeName is the label of an outcome index.
+func outcomeName(i int) string {
+	switch {
+	case i == outcomeSuccess:
 		return "success"
+	case i < outcomeSnoozed:
+		return backoff.Outcome(i).String()
+	case i == outcomeSnoozed:
+		return observe.Snoozed.String()
+	case i == outcomeInterrupted:
+		return observe.Interrupted.String()
 	}
-	return o.String()
+	return "uncounted"
+}
+
+// outcomeOf returns the outcome index of r.
+func outcomeOf(r observe.Result) int {
+	switch {
+	case r.Uncounted == observe.Snoozed:
+		return outcomeSnoozed
+	case r.Uncounted == observe.Interrupted:
+		return outcomeInterrupted
+	case r.Uncounted != observe.Counted:
+		return outcomeUncounted
+	case r.Err == nil:
+		return outcomeSuccess
+	case r.Decision.Outcome == 0 || r.Decision.Outcome > backoff.OutcomePermanent:
+		// A failure without a decision rebound knows: the engine gave up
+		// on its own, so count it as exhausted.
+		return outcomeExhausted
+	}
+	return int(r.Decision.Outcome)
 }
 
 // AttemptStarted starts the attempt's span and returns a context carrying
@@ -244,11 +290,24 @@ func (o *Observer) AttemptStarted(ctx context.Context, a observe.Attempt) contex
 	span.SetAttributes(attrs...)
 	if a.Carrier != nil {
 		o.link(span, a, parented)
-		// Store this attempt's span context for the next attempt to link
-		// to, replacing the previous one.
+		// Store this attempt's span context and number for the next
+		// attempt to link to, replacing the previous one's.
 		attemptPropagator.Inject(ctx, prefixed{a.Carrier})
+		a.Carrier.Set(attemptNumberKey, strconv.Itoa(a.Number))
 	}
 	return ctx
+}
+
+// previousNumber returns the number of the attempt whose span context the
+// carrier holds: the number it stored with it, or, in a carrier written
+// before the number was stored, the attempt before a; 0 if unknown. The two
+// differ after a run that did not count (a snooze), which the next run
+// repeats under the same number.
+func previousNumber(a observe.Attempt) int {
+	if n, err := strconv.Atoi(a.Carrier.Get(attemptNumberKey)); err == nil && n > 0 {
+		return n
+	}
+	return max(a.Number-1, 0)
 }
 
 // producer returns the producer's span context stored in c, if any.
@@ -262,8 +321,8 @@ func (o *Observer) link(span trace.Span, a observe.Attempt, parented bool) {
 	prev := trace.SpanContextFromContext(attemptPropagator.Extract(context.Background(), prefixed{a.Carrier}))
 	if prev.IsValid() {
 		l := trace.Link{SpanContext: prev}
-		if a.Number > 1 {
-			l.Attributes = []attribute.KeyValue{AttemptKey.Int(a.Number - 1)}
+		if n := previousNumber(a); n > 0 {
+			l.Attributes = []attribute.KeyValue{AttemptKey.Int(n)}
 		}
 		span.AddLink(l)
 	}
@@ -281,17 +340,15 @@ func (o *Observer) link(span trace.Span, a observe.Attempt, parented bool) {
 // ctx must be the context AttemptStarted returned, or one derived from it:
 // the span ended is the one AttemptStarted stored there, never another span
 // the context carries.
+//
+// A run that did not count as an attempt (r.Uncounted set: a snooze, a run
+// cut short by a stopping worker) is not a failure: its span gets the
+// outcome and the fire time but keeps the status Unset, with no error.type
+// and no exception event, and its delay is not recorded as a retry delay.
 func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
-	outcome := backoff.Outcome(0)
-	if r.Err != nil {
-		outcome = r.Decision.Outcome
-		if outcome == 0 || outcome > backoff.OutcomePermanent {
-			// A failure without a decision rebound knows: the engine gave
-			// up on its own, so count it as exhausted.
-			outcome = backoff.OutcomeExhausted
-		}
-	}
-	retry := outcome == backoff.OutcomeRetry
+	outcome := outcomeOf(r)
+	retry := outcome == outcomeRetry
+	uncounted := r.Uncounted != observe.Counted
 
 	span, _ := ctx.Value(spanKey{}).(trace.Span)
 	if span != nil && span.IsRecording() {
@@ -299,11 +356,11 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 		attrs = append(attrs, OutcomeKey.String(outcomeName(outcome)))
 		if retry {
 			attrs = append(attrs, DelayKey.Float64(r.Decision.Delay.Seconds()))
-			if !r.FireAt.IsZero() {
-				attrs = append(attrs, FireTimeKey.String(r.FireAt.UTC().Format(time.RFC3339Nano)))
-			}
 		}
-		if r.Err != nil {
+		if (retry || uncounted) && !r.FireAt.IsZero() {
+			attrs = append(attrs, FireTimeKey.String(r.FireAt.UTC().Format(time.RFC3339Nano)))
+		}
+		if r.Err != nil && !uncounted {
 			attrs = append(attrs, errorType(r.Err))
 			span.RecordError(r.Err)
 			span.SetStatus(codes.Error, r.Err.Error())
@@ -320,9 +377,9 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 	s := o.seriesFor(a.System, a.Queue)
 	o.attempts.Add(ctx, 1, s.byOutcome[outcome])
 	switch outcome {
-	case backoff.OutcomeRetry:
+	case outcomeRetry:
 		o.delay.Record(ctx, r.Decision.Delay.Seconds(), s.base)
-	case backoff.OutcomeExhausted:
+	case outcomeExhausted:
 		o.exhausted.Add(ctx, 1, s.base)
 	}
 }

@@ -608,3 +608,120 @@ func TestMetricsWithoutTracing(t *testing.T) {
 	simJob(context.Background(), f.obs, mustRule(t, 2), "j", observe.MapCarrier{}, boom, boom)
 	checkJobMetrics(t, f, "rebound", "emails", map[string]int64{"retry": 1, "exhausted": 1}, 1, 1)
 }
+
+// errSnooze stands in for an engine's snooze error (River's
+// *rivertype.JobSnoozeError).
+type errSnooze struct{}
+
+func (errSnooze) Error() string { return "snoozed for 1m0s" }
+
+// TestUncountedRunsAreNotFailures: a snoozed run and one cut short by a
+// stopping worker are not failed attempts. Their spans carry the outcome and
+// the fire time but no error, they count under their own outcomes, the
+// retry-delay histogram does not see them, and the runs after them link to
+// them under the right attempt number.
+func TestUncountedRunsAreNotFailures(t *testing.T) {
+	f := newFixture(t)
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	retry := func(d time.Duration) backoff.Decision {
+		return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d}
+	}
+	runs := []struct {
+		number int
+		result observe.Result
+	}{
+		{1, observe.Result{Err: errSnooze{}, Decision: retry(time.Minute), FireAt: now.Add(time.Minute), Uncounted: observe.Snoozed}},
+		{1, observe.Result{Err: &errTimeout{host: "smtp"}, Decision: retry(2 * time.Second), FireAt: now.Add(time.Minute + 2*time.Second)}},
+		{2, observe.Result{Err: context.Canceled, Decision: retry(0), FireAt: now.Add(2 * time.Minute), Uncounted: observe.Interrupted}},
+		{2, observe.Result{}},
+	}
+	carrier := observe.MapCarrier{}
+	for _, r := range runs {
+		a := observe.Attempt{System: "river", Queue: "emails", JobID: "job-s", Number: r.number, MaxAttempts: 3, Carrier: carrier}
+		f.obs.AttemptEnded(f.obs.AttemptStarted(context.Background(), a), a, r.result)
+	}
+
+	spans := f.spans.Ended()
+	if len(spans) != len(runs) {
+		t.Fatalf("got %d spans, want %d", len(spans), len(runs))
+	}
+	for i, want := range []string{"snoozed", "retry", "interrupted", "success"} {
+		s, r := spans[i], runs[i].result
+		a := attrMap(s.Attributes())
+		if got := a["rebound.retry.outcome"].AsString(); got != want {
+			t.Errorf("run %d: outcome %q, want %q", i+1, got, want)
+		}
+		if got := a["rebound.job.attempt"].AsInt64(); got != int64(runs[i].number) {
+			t.Errorf("run %d: rebound.job.attempt %d, want %d", i+1, got, runs[i].number)
+		}
+		_, hasDelay := a["rebound.retry.delay"]
+		fire, hasFire := a["rebound.retry.fire_time"]
+		switch want {
+		case "snoozed", "interrupted":
+			if s.Status().Code != codes.Unset {
+				t.Errorf("run %d (%s): status %+v, want Unset", i+1, want, s.Status())
+			}
+			if _, ok := a["error.type"]; ok {
+				t.Errorf("run %d (%s): error.type %q, want none", i+1, want, a["error.type"].AsString())
+			}
+			if len(s.Events()) != 0 {
+				t.Errorf("run %d (%s): events %v, want no exception", i+1, want, s.Events())
+			}
+			if hasDelay {
+				t.Errorf("run %d (%s): has rebound.retry.delay, want only the fire time", i+1, want)
+			}
+			if !hasFire || fire.AsString() != r.FireAt.UTC().Format(time.RFC3339Nano) {
+				t.Errorf("run %d (%s): fire_time %q, want %q", i+1, want, fire.AsString(), r.FireAt.UTC().Format(time.RFC3339Nano))
+			}
+		case "retry":
+			if s.Status().Code != codes.Error || a["error.type"].AsString() == "" || !hasDelay || !hasFire {
+				t.Errorf("run %d (retry): status %v, error.type %q, delay %v, fire time %v; want a failure with both",
+					i+1, s.Status().Code, a["error.type"].AsString(), hasDelay, hasFire)
+			}
+		}
+		if i == 0 {
+			continue
+		}
+		// Each run links to the one before, naming its attempt number: the
+		// snoozed attempt 1 is followed by attempt 1 again.
+		if len(s.Links()) != 1 || !sameSpan(s.Links()[0].SpanContext, spans[i-1].SpanContext()) {
+			t.Errorf("run %d: links %+v, want one to run %d", i+1, s.Links(), i)
+			continue
+		}
+		if got := attrMap(s.Links()[0].Attributes)["rebound.job.attempt"].AsInt64(); got != int64(runs[i-1].number) {
+			t.Errorf("run %d: link names attempt %d, want %d", i+1, got, runs[i-1].number)
+		}
+	}
+
+	sm := f.metrics(t)
+	assertAttemptsOn(t, sm, "river", "emails", map[string]int64{"snoozed": 1, "retry": 1, "interrupted": 1, "success": 1})
+	h := findMetric(t, sm, "rebound.retry.delay").Data.(metricdata.Histogram[float64])
+	if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 1 || h.DataPoints[0].Sum != 2 {
+		t.Errorf("rebound.retry.delay %+v, want the one 2s retry, not the snooze or the interruption", h.DataPoints)
+	}
+	if m, ok := lookupMetric(sm, "rebound.jobs.exhausted"); ok && len(m.Data.(metricdata.Sum[int64]).DataPoints) != 0 {
+		t.Error("an uncounted run counted as exhausted")
+	}
+}
+
+// A carrier written without the attempt number (by an older version) still
+// links, naming the attempt before.
+func TestLinkWithoutStoredNumber(t *testing.T) {
+	f := newFixture(t)
+	carrier := observe.MapCarrier{}
+	a := observe.Attempt{System: "rebound", Queue: "emails", JobID: "j", Number: 2, MaxAttempts: 5, Carrier: carrier}
+	f.obs.AttemptEnded(f.obs.AttemptStarted(context.Background(), a), a, observe.Result{Err: errors.New("x"), Decision: backoff.Decision{Outcome: backoff.OutcomeRetry}})
+	if carrier.Get(reboundotel.CarrierKeyPrefix+"number") != "2" {
+		t.Fatalf("carrier %v, want the attempt number stored", carrier)
+	}
+	delete(carrier, reboundotel.CarrierKeyPrefix+"number")
+	a.Number = 3
+	f.obs.AttemptEnded(f.obs.AttemptStarted(context.Background(), a), a, observe.Result{})
+	spans := f.spans.Ended()
+	if len(spans) != 2 || len(spans[1].Links()) != 1 {
+		t.Fatalf("got %d spans, want 2 with a link on the second", len(spans))
+	}
+	if got := attrMap(spans[1].Links()[0].Attributes)["rebound.job.attempt"].AsInt64(); got != 2 {
+		t.Errorf("link names attempt %d, want 2", got)
+	}
+}

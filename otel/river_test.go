@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,18 +28,31 @@ import (
 )
 
 type emailArgs struct {
-	Name string `json:"name"` // flaky, doomed or bad: how scripted treats it
+	Name string `json:"name"` // flaky, doomed or bad: how scripted treats it; sleepy: see emailWorker
 }
 
 func (emailArgs) Kind() string { return "email.send" }
 
 type emailWorker struct {
 	river.WorkerDefaults[emailArgs]
-	h *scripted
+	h      *scripted
+	sleepy atomic.Int32 // runs of the sleepy job
 }
 
+// Work runs the scripted stories; the sleepy job snoozes on its first run
+// (which River does not count), fails on its second and succeeds on its
+// third.
 func (w *emailWorker) Work(_ context.Context, job *river.Job[emailArgs]) error {
-	return w.h.attempt(job.Args.Name)
+	if job.Args.Name != "sleepy" {
+		return w.h.attempt(job.Args.Name)
+	}
+	switch w.sleepy.Add(1) {
+	case 1:
+		return river.JobSnooze(20 * time.Millisecond)
+	case 2:
+		return &errTimeout{host: "smtp"}
+	}
+	return nil
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -54,7 +68,7 @@ func migrateRiver[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema 
 	}
 }
 
-// runRiverStory runs flaky, doomed and bad on a River client over driver
+// runRiverStory runs flaky, doomed, bad and sleepy on a River client over driver
 // with the Retrier (and its Observer) plugged in as documented. With
 // withOtelriver, rivercontrib/otelriver runs outside the Retrier: it injects
 // the producer's context at insert and wraps each attempt in its own work
@@ -94,7 +108,7 @@ func runRiverStory[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema
 
 	ids := map[string]string{}
 	producers := map[string]trace.SpanID{}
-	for _, name := range []string{"flaky", "doomed", "bad"} {
+	for _, name := range []string{"flaky", "doomed", "bad", "sleepy"} {
 		pctx, producer := f.tp.Tracer("producer").Start(context.Background(), "send emails",
 			trace.WithSpanKind(trace.SpanKindProducer))
 		opts := &river.InsertOpts{Queue: "emails"}
@@ -123,7 +137,7 @@ func runRiverStory[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema
 	if err := client.Start(context.Background()); err != nil {
 		t.Fatalf("start river: %v", err)
 	}
-	waitSpans(t, f, 7, 30*time.Second)
+	waitSpans(t, f, 10, 30*time.Second)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := client.Stop(ctx); err != nil {
@@ -135,9 +149,13 @@ func runRiverStory[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema
 		"flaky":  {"retry", "retry", "success"},
 		"doomed": {"retry", "retry", "exhausted"},
 		"bad":    {"permanent"},
+		"sleepy": {"snoozed", "retry", "success"},
 	} {
 		st := base
 		st.jobID, st.outcomes, st.producer = ids[name], outcomes, producers[name]
+		if name == "sleepy" {
+			st.numbers = []int{1, 1, 2} // the snooze did not count
+		}
 		spans := jobSpans(f.spans, ids[name])
 		st.check(t, spans)
 		if withOtelriver {
@@ -148,7 +166,7 @@ func runRiverStory[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema
 			}
 		}
 	}
-	checkJobMetrics(t, f, reboundriver.System, "emails", map[string]int64{"retry": 4, "success": 1, "exhausted": 1, "permanent": 1}, 4, 1)
+	checkJobMetrics(t, f, reboundriver.System, "emails", map[string]int64{"retry": 5, "success": 2, "exhausted": 1, "permanent": 1, "snoozed": 1}, 5, 1)
 }
 
 // TestRiverAdapter tells the three stories on River over SQLite, with

@@ -17,8 +17,17 @@ import (
 type story struct {
 	system, queue, jobID string
 	maxAttempts          int
-	outcomes             []string     // per attempt: success, retry, exhausted, permanent
+	outcomes             []string     // per run: success, retry, exhausted, permanent, snoozed, interrupted
+	numbers              []int        // per run: its attempt number; nil means 1, 2, 3...
 	producer             trace.SpanID // the producer span every attempt links to; zero if none
+}
+
+// number is the attempt number of the i-th run (0-based).
+func (st story) number(i int) int {
+	if st.numbers != nil {
+		return st.numbers[i]
+	}
+	return i + 1
 }
 
 // jobSpans returns the attempt spans of jobID, in attempt order.
@@ -58,7 +67,7 @@ func (st story) check(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 		t.Fatalf("job %s: %d attempt spans, want %d (%v)", st.jobID, len(spans), len(st.outcomes), st.outcomes)
 	}
 	for i, s := range spans {
-		n := i + 1
+		n := i + 1 // the run, counted from 1
 		if s.Name() != "process "+st.queue || s.SpanKind() != trace.SpanKindConsumer {
 			t.Errorf("attempt %d: span %q kind %v, want %q CONSUMER", n, s.Name(), s.SpanKind(), "process "+st.queue)
 		}
@@ -69,7 +78,7 @@ func (st story) check(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 			"messaging.operation.type":   "process",
 			"messaging.destination.name": st.queue,
 			"messaging.message.id":       st.jobID,
-			"rebound.job.attempt":        int64(n),
+			"rebound.job.attempt":        int64(st.number(i)),
 			"rebound.job.max_attempts":   int64(st.maxAttempts),
 			"rebound.retry.outcome":      st.outcomes[i],
 		}
@@ -78,22 +87,26 @@ func (st story) check(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 				t.Errorf("attempt %d: %s = %v, want %v", n, k, got.AsInterface(), v)
 			}
 		}
-		switch st.outcomes[i] {
-		case "success":
+		uncounted := st.outcomes[i] == "snoozed" || st.outcomes[i] == "interrupted"
+		switch {
+		case st.outcomes[i] == "success" || uncounted:
+			// Neither a success nor a run that did not count is a failure.
 			if s.Status().Code != codes.Unset {
-				t.Errorf("attempt %d: status %v on success, want Unset", n, s.Status().Code)
+				t.Errorf("attempt %d: status %v on %s, want Unset", n, s.Status().Code, st.outcomes[i])
 			}
 			if _, ok := a["error.type"]; ok {
-				t.Errorf("attempt %d: error.type on success", n)
+				t.Errorf("attempt %d: error.type on %s", n, st.outcomes[i])
 			}
 		default:
 			if s.Status().Code != codes.Error || a["error.type"].AsString() == "" {
 				t.Errorf("attempt %d: status %v error.type %q, want Error and a type", n, s.Status().Code, a["error.type"].AsString())
 			}
 		}
-		if st.outcomes[i] == "retry" {
+		if st.outcomes[i] == "retry" || uncounted {
 			d, ok := a["rebound.retry.delay"]
-			if !ok || d.AsFloat64() < 0 {
+			if uncounted && ok {
+				t.Errorf("attempt %d (%s) has rebound.retry.delay, want none: it is no retry", n, st.outcomes[i])
+			} else if !uncounted && (!ok || d.AsFloat64() < 0) {
 				t.Errorf("attempt %d: rebound.retry.delay %v, want a delay in seconds", n, d.AsInterface())
 			}
 			fire, err := time.Parse(time.RFC3339Nano, a["rebound.retry.fire_time"].AsString())
@@ -129,6 +142,12 @@ func (st story) check(t *testing.T, spans []sdktrace.ReadOnlySpan) {
 		for j := range got2 {
 			if got2[j] != want2[j] {
 				t.Errorf("attempt %d: link %d to %v, want %v", n, j, got2[j], want2[j])
+			}
+		}
+		// The link to the run before names that run's attempt number.
+		if n > 1 {
+			if got := attrMap(s.Links()[0].Attributes)["rebound.job.attempt"].AsInt64(); got != int64(st.number(i-1)) {
+				t.Errorf("attempt %d: link to the run before names attempt %d, want %d", n, got, st.number(i-1))
 			}
 		}
 	}
