@@ -23,6 +23,10 @@ type finishRes struct {
 // finisherBatch is the most outcome calls sent in one round trip.
 const finisherBatch = 128
 
+// finishers is how many batches may be in flight at once: while one waits
+// for its reply, the next one fills.
+const finishers = 4
+
 // finisher sends the outcomes of finished attempts in pipelined batches:
 // under load many handlers end at once, and one round trip for all of them
 // costs far less than one each. Each script still runs atomically on its

@@ -192,6 +192,11 @@ func TestRedisOutage(t *testing.T) {
 		runs[j.ID]++
 		first := runs[j.ID] == 1
 		mu.Unlock()
+		if j.ID == "slow" {
+			// Ends mid-outage, so storing its outcome must fail and be
+			// retried: the outage cannot go unnoticed.
+			time.Sleep(150 * time.Millisecond)
+		}
 		time.Sleep(5 * time.Millisecond)
 		if first {
 			return errors.New("first run fails")
@@ -200,8 +205,12 @@ func TestRedisOutage(t *testing.T) {
 	}, WithConcurrency(4), WithLease(2*time.Second), WithErrorHandler(func(error) { errs.Add(1) }))
 	ctx := context.Background()
 	var ids []string
-	for range 40 {
-		id, err := q.Enqueue(ctx, nil)
+	for i := range 40 {
+		var opts []EnqueueOption
+		if i == 0 {
+			opts = append(opts, WithID("slow"))
+		}
+		id, err := q.Enqueue(ctx, nil, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,6 +222,7 @@ func TestRedisOutage(t *testing.T) {
 	if err := m.Restart(); err != nil {
 		t.Fatal(err)
 	}
+	restarted := time.Now()
 	deadline := time.Now().Add(20 * time.Second)
 	for _, id := range ids {
 		for {
@@ -226,6 +236,7 @@ func TestRedisOutage(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
+	t.Logf("all completed %s after the restart", time.Since(restarted))
 	if errs.Load() == 0 {
 		t.Errorf("the outage was never reported to the error handler")
 	}

@@ -258,8 +258,10 @@ func (w *Worker) Start() error {
 		w.listenReq = make(chan struct{}, 1)
 		w.finishCh = make(chan *finishReq)
 		w.started.Store(true)
-		w.bg.Add(5)
-		go w.finisher()
+		w.bg.Add(4 + finishers)
+		for range finishers {
+			go w.finisher()
+		}
 		go w.fetchLoop()
 		go w.listen()
 		go w.renewLoop()
