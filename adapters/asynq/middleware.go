@@ -22,6 +22,18 @@ type carrier struct {
 	decision backoff.Decision
 	fireAt   time.Time
 	exact    bool // fireAt is exact (precise mode), not a whole second
+	// uncounted: asynq retries without counting the attempt, because
+	// Config.IsFailure returned false for err.
+	uncounted bool
+}
+
+// result is the observer's view of the attempt c concludes.
+func (c *carrier) result() observe.Result {
+	r := observe.Result{Err: c.err, Decision: c.decision, FireAt: c.fireAt}
+	if c.uncounted {
+		r.Uncounted = observe.Snoozed
+	}
+	return r
 }
 
 func (c *carrier) Error() string { return c.err.Error() }
@@ -88,9 +100,13 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	queue, _ := asynq.GetQueueName(ctx)
 	attempt := max(n, 0) + 1
 	maxAttempts := r.rule.MaxAttempts()
-	if k, ok := asynq.GetMaxRetry(ctx); ok && k >= 0 && k+1 < maxAttempts {
+	k, okK := asynq.GetMaxRetry(ctx)
+	if okK && k >= 0 && k+1 < maxAttempts {
 		maxAttempts = k + 1 // asynq archives before the rule would.
 	}
+	// On asynq's last allowed run it archives a failed task whatever
+	// IsFailure says.
+	last := okK && n >= k
 	headers := t.Headers()
 	a := observe.Attempt{
 		System:      System,
@@ -134,30 +150,34 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	// context is done asynq's own goroutine may already be reading them:
 	// never write to them then, and round up instead.
 	exact := r.precise && headers != nil && ctx.Err() == nil
-	c := r.conclude(r.source(t, id), attempt, maxAttempts, err, end, exact)
+	c := r.conclude(r.source(t, id), attempt, maxAttempts, last, err, end, exact)
 	if exact && c.decision.Retry() {
 		headers[HeaderRetryAt] = strconv.FormatInt(c.fireAt.UnixNano(), 10)
 	}
-	r.ended(ctx, a, observe.Result{Err: c.err, Decision: c.decision, FireAt: c.fireAt})
+	r.ended(ctx, a, c.result())
 	return c
 }
 
 // conclude decides what follows the failed attempt of the task keyed by src
 // that ended at end: the decision under the rule, and the absolute
 // fire time of a retry, exact when exact is set, otherwise rounded up to a
-// whole second.
-func (r *Retrier) conclude(src backoff.Source, attempt, maxAttempts int, err error, end time.Time, exact bool) *carrier {
+// whole second. last says that asynq archives the task after this run
+// whatever the error (its retry count has reached the task's MaxRetry).
+func (r *Retrier) conclude(src backoff.Source, attempt, maxAttempts int, last bool, err error, end time.Time, exact bool) *carrier {
 	var dec backoff.Decision
+	uncounted := false
 	switch {
 	case errors.Is(err, asynq.SkipRetry):
 		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
-	case !backoff.IsPermanent(err) && !r.counts(err):
-		// asynq retries without counting: the cap does not apply.
+	case !backoff.IsPermanent(err) && !last && !r.counts(err):
+		// asynq retries without counting (a snooze): the cap does not
+		// apply, and the wait is the rule's delay for this attempt.
 		dec = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.policyDelay(attempt, err, src)}
+		uncounted = true
 	default:
 		dec = r.decide(attempt, maxAttempts, err, src)
 	}
-	c := &carrier{err: err, decision: dec}
+	c := &carrier{err: err, decision: dec, uncounted: uncounted}
 	if dec.Retry() {
 		c.fireAt = end.Add(dec.Delay)
 		c.exact = exact

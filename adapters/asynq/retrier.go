@@ -72,7 +72,11 @@ func WithFallbackDelay(d time.Duration) Option { return func(r *Retrier) { r.fal
 // WithIsFailure tells the middleware about the function set as the server's
 // asynq.Config.IsFailure. An error for which it returns false is retried by
 // asynq without counting as an attempt; the middleware then neither counts
-// it against MaxAttempts nor archives the task for it.
+// it against MaxAttempts nor archives the task for it, waits the rule's
+// delay for the attempt, and reports the run to the observer as
+// [observe.Snoozed], not as a failure. On the task's last allowed run
+// (asynq's retry count has reached MaxRetry) asynq archives the task
+// whatever IsFailure says, and the middleware reports it exhausted.
 func WithIsFailure(f func(error) bool) Option { return func(r *Retrier) { r.isFailure = f } }
 
 // WithKey sets the function that picks a task's jitter source. The default
