@@ -531,7 +531,6 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 // run runs one attempt and stores its outcome.
 func (w *Worker) run(j *Job, token string) {
 	defer w.handlers.Done()
-	defer func() { <-w.slots }()
 	ctx, cancel := context.WithCancelCause(w.hardCtx)
 	defer cancel(nil)
 	w.mu.Lock()
@@ -547,6 +546,10 @@ func (w *Worker) run(j *Job, token string) {
 		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
 	octx := w.observeStart(ctx, a)
 	err := w.call(octx, j)
+	// The handler's slot frees as soon as it returns: storing the outcome
+	// overlaps with reserving the next job. (Concurrency bounds running
+	// handlers; Shutdown still waits for every outcome to be stored.)
+	<-w.slots
 	if w.abandoned.Load() {
 		return
 	}
