@@ -2,7 +2,9 @@ package reboundotel_test
 
 import (
 	"context"
+	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -18,16 +20,23 @@ import (
 	"github.com/rebound-go/rebound/observe"
 )
 
-// runAsynqStory runs flaky, doomed and bad (see scripted) on an asynq server
-// over c with the Observer in the documented middleware, and checks their
-// stories and the metrics. Tasks carry headers (the producer's traceparent,
+// errBusy is what the busy task returns on its first run; the server's
+// IsFailure does not count it, so asynq runs the task again without using
+// up an attempt.
+var errBusy = errors.New("mail server busy, try later")
+
+func notBusy(err error) bool { return !errors.Is(err, errBusy) }
+
+// runAsynqStory runs flaky, doomed and bad (see scripted) and busy (busy on
+// its first run, then done) on an asynq server over c with the Observer in
+// the documented middleware, and checks their stories and the metrics. Tasks carry headers (the producer's traceparent,
 // or a header of their own): asynq keeps headers only for tasks enqueued
 // with at least one.
 func runAsynqStory(t *testing.T, c redis.UniversalClient, queue string, opts ...reboundasynq.Option) {
 	f := newFixture(t)
 	p, _ := backoff.Fixed(time.Second)
 	rule, _ := backoff.NewRule(p, 3)
-	r, err := reboundasynq.New(rule, append([]reboundasynq.Option{reboundasynq.WithObserver(f.obs)}, opts...)...)
+	r, err := reboundasynq.New(rule, append([]reboundasynq.Option{reboundasynq.WithObserver(f.obs), reboundasynq.WithIsFailure(notBusy)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,12 +48,20 @@ func runAsynqStory(t *testing.T, c redis.UniversalClient, queue string, opts ...
 		TaskCheckInterval:        100 * time.Millisecond,
 		ShutdownTimeout:          2 * time.Second,
 		LogLevel:                 asynq.FatalLevel,
+		IsFailure:                notBusy,
 	})
 	h := &scripted{}
 	mux := asynq.NewServeMux()
 	mux.Use(r.Middleware)
+	var busyRuns atomic.Int32
 	mux.HandleFunc("email.send", func(ctx context.Context, _ *asynq.Task) error {
 		id, _ := asynq.GetTaskID(ctx)
+		if id == "busy" {
+			if busyRuns.Add(1) == 1 {
+				return errBusy
+			}
+			return nil
+		}
 		return h.attempt(id)
 	})
 	if err := srv.Start(mux); err != nil {
@@ -62,13 +79,14 @@ func runAsynqStory(t *testing.T, c redis.UniversalClient, queue string, opts ...
 		"flaky":  headers,
 		"doomed": {"tenant": "a"},
 		"bad":    {"tenant": "a"},
+		"busy":   {"tenant": "a"},
 	} {
 		task := asynq.NewTaskWithHeaders("email.send", nil, hdr)
 		if _, err := client.Enqueue(task, asynq.Queue(queue), asynq.TaskID(id), r.MaxRetry()); err != nil {
 			t.Fatalf("enqueue %s: %v", id, err)
 		}
 	}
-	waitSpans(t, f, 7, time.Minute)
+	waitSpans(t, f, 9, time.Minute)
 
 	base := story{system: reboundasynq.System, queue: queue, maxAttempts: 3}
 	flaky := base
@@ -80,7 +98,10 @@ func runAsynqStory(t *testing.T, c redis.UniversalClient, queue string, opts ...
 	bad := base
 	bad.jobID, bad.outcomes = "bad", []string{"permanent"}
 	bad.check(t, jobSpans(f.spans, "bad"))
-	checkJobMetrics(t, f, reboundasynq.System, queue, map[string]int64{"retry": 4, "success": 1, "exhausted": 1, "permanent": 1}, 4, 1)
+	busy := base
+	busy.jobID, busy.outcomes, busy.numbers = "busy", []string{"snoozed", "success"}, []int{1, 1}
+	busy.check(t, jobSpans(f.spans, "busy"))
+	checkJobMetrics(t, f, reboundasynq.System, queue, map[string]int64{"retry": 4, "success": 2, "exhausted": 1, "permanent": 1, "snoozed": 1}, 4, 1)
 }
 
 // TestAsynqAdapter tells the three stories on asynq over an in-process
