@@ -51,9 +51,11 @@
 // Attempts are not parented to each other: each one is its own span (its
 // parent is whatever span the adapter's context carries, if any) and links to
 //
-//   - the previous attempt's span, whose span context the observer stores in
-//     the job's carrier under keys starting with [CarrierKeyPrefix] and reads
-//     back on the next attempt (Jaeger shows this as a FOLLOWS_FROM reference);
+//   - the previous run's span, whose span context and attempt number the
+//     observer stores in the job's carrier under keys starting with
+//     [CarrierKeyPrefix] and reads back on the next run; the link carries
+//     that number as rebound.job.attempt (Jaeger shows the link as a
+//     FOLLOWS_FROM reference);
 //   - the producer's span, when the carrier holds a context injected at
 //     enqueue time with [Inject] (for example a W3C "traceparent" header).
 //
