@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"errors"
+	"net"
+	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/backoff"
@@ -19,6 +22,44 @@ import (
 
 // errNativeFirstTry is the failure of every job's first attempt.
 var errNativeFirstTry = errors.New("first attempt fails")
+
+// nativeRedis starts a private redis-server on a free loopback port for one
+// benchmark and stops it afterwards, so that what other programs do to a
+// shared server (key scans, other tests) stays out of the figures. Both
+// engines of a comparison run on the same private server.
+func nativeRedis(b *testing.B) *redis.Client {
+	b.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if testenv.RequireServers() {
+			b.Fatalf("redis-server is required (%s=1) but not installed: %v", testenv.RequireServersEnv, err)
+		}
+		b.Skipf("redis-server is not installed (%v); the native figures need a private server", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	_ = l.Close()
+	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		b.Fatalf("start redis-server: %v", err)
+	}
+	b.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + port, PoolSize: 64})
+	b.Cleanup(func() { _ = c.Close() })
+	for i := 0; c.Ping(context.Background()).Err() != nil; i++ {
+		if i == 100 {
+			b.Fatalf("private redis-server on port %s did not answer", port)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return c
+}
 
 // nativeRun runs f(i) for i in [0, n) on workers goroutines and returns the
 // first error.
@@ -53,13 +94,15 @@ func nativeRun(n, workers int, f func(i int) error) error {
 }
 
 // BenchmarkNativeRetryLateness measures how late the native path starts a
-// retry against its computed time (end of the failed attempt + delay), on
-// the real Redis. Every job fails its first attempt and succeeds on the
-// retry, fixed(100ms) apart.
+// retry against its computed time (end of the failed attempt + delay), on a
+// private redis-server. Every job fails its first attempt and succeeds on
+// the retry, fixed(100ms) apart. All jobs are enqueued first, with delays
+// that spread their first runs from 2s on; the worker (concurrency 32)
+// starts at once.
 //
-//   - idle: 200 jobs, their first runs spread over 2s, a few in flight.
-//   - inflight-10k: 10,000 jobs whose first runs are spread over 5s, so about
-//     10k jobs are in the queue (delayed, waiting or retrying) throughout.
+//   - idle: 200 jobs, first runs spread over 2s: a few in flight at a time.
+//   - inflight-10k: 10,000 jobs, first runs spread over 5s: up to 10k jobs
+//     in the queue (delayed, waiting or retrying), 4k attempts/s at peak.
 //
 // Metrics: late-p50-ms, late-p99-ms, late-max-ms and early (retries that
 // started before their time; must be 0).
@@ -82,13 +125,13 @@ func BenchmarkNativeRetryLateness(b *testing.B) {
 
 func benchNativeLateness(b *testing.B, jobs int, spread time.Duration) {
 	ctx := context.Background()
-	rdb := testenv.Redis(b)
+	rdb := nativeRedis(b)
 	const delay = 100 * time.Millisecond
 	rule, err := backoff.NewRule(backoff.Must(backoff.Fixed(delay)), 2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	q, err := native.NewQueue(rdb, "lateness", native.WithPrefix(testenv.Prefix(b, rdb)))
+	q, err := native.NewQueue(rdb, "lateness")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -96,6 +139,13 @@ func benchNativeLateness(b *testing.B, jobs int, spread time.Duration) {
 	started := make([]time.Time, jobs)
 	var left sync.WaitGroup
 	left.Add(jobs)
+	step := spread / time.Duration(jobs)
+	if err := nativeRun(jobs, 8, func(i int) error {
+		_, err := q.Enqueue(ctx, nil, native.WithID(strconv.Itoa(i)), native.WithDelay(2*time.Second+time.Duration(i)*step))
+		return err
+	}); err != nil {
+		b.Fatal(err)
+	}
 	w, err := native.NewWorker(q, rule, func(ctx context.Context, j *native.Job) error {
 		i, _ := strconv.Atoi(j.ID)
 		if j.Attempt == 1 {
@@ -113,13 +163,6 @@ func benchNativeLateness(b *testing.B, jobs int, spread time.Duration) {
 		b.Fatal(err)
 	}
 	defer func() { _ = w.Shutdown(ctx) }()
-	step := spread / time.Duration(jobs)
-	if err := nativeRun(jobs, 8, func(i int) error {
-		_, err := q.Enqueue(ctx, nil, native.WithID(strconv.Itoa(i)), native.WithDelay(time.Duration(i)*step))
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
 	left.Wait()
 	late := make([]time.Duration, jobs)
 	early := 0
@@ -139,7 +182,8 @@ func benchNativeLateness(b *testing.B, jobs int, spread time.Duration) {
 
 // BenchmarkNativeVsAsynqThroughput measures end-to-end jobs/s where every
 // job fails once and succeeds on its retry, for the native path and for
-// asynq, in the same run on the same Redis, with the same concurrency (32)
+// asynq, in the same run on the same private redis-server (a fresh one per
+// engine, so neither inherits the other's keys), with the same concurrency (32)
 // and a tiny fixed retry delay (1ms). The clock runs from the worker's start
 // (all jobs already enqueued) to the last job's success.
 //
@@ -160,12 +204,12 @@ func BenchmarkNativeVsAsynqThroughput(b *testing.B) {
 
 func benchNativeThroughput(b *testing.B, jobs int) float64 {
 	ctx := context.Background()
-	rdb := testenv.Redis(b)
+	rdb := nativeRedis(b)
 	rule, err := backoff.NewRule(backoff.Must(backoff.Fixed(time.Millisecond)), 2)
 	if err != nil {
 		b.Fatal(err)
 	}
-	q, err := native.NewQueue(rdb, "throughput", native.WithPrefix(testenv.Prefix(b, rdb)))
+	q, err := native.NewQueue(rdb, "throughput")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -196,12 +240,8 @@ func benchNativeThroughput(b *testing.B, jobs int) float64 {
 
 func benchAsynqThroughput(b *testing.B, jobs int) float64 {
 	ctx := context.Background()
-	rdb := testenv.Redis(b)
-	queue := testenv.Prefix(b, nil)
-	b.Cleanup(func() {
-		testenv.DeleteKeys(rdb, "asynq:{"+queue+"}*")
-		rdb.SRem(context.Background(), "asynq:queues", queue)
-	})
+	rdb := nativeRedis(b)
+	const queue = "throughput"
 	client := asynq.NewClientFromRedisClient(rdb)
 	if err := nativeRun(jobs, 16, func(int) error {
 		_, err := client.EnqueueContext(ctx, asynq.NewTask("bench", nil), asynq.Queue(queue), asynq.MaxRetry(1))
