@@ -72,8 +72,9 @@
 // BZPOPMIN (sent with Do; go-redis's typed call rounds to whole seconds) and
 // keeps its own timer for the next due job, which reserve reports; a script
 // that makes a job runnable, or schedules a new earliest one, wakes one idle
-// worker. A retry therefore starts a timer wake-up and two round trips after
-// its time, not at Redis's 100ms blocking-timeout resolution.
+// worker. A retry therefore starts a timer wake-up and one round trip after
+// its time (two when another worker scheduled it, as the job hash must then
+// be read), not at Redis's 100ms blocking-timeout resolution.
 //
 // # Connections
 //
