@@ -43,9 +43,12 @@ var latenessLoads = []latenessLoad{
 // riverQuiet is a load for River alone. River's fetcher also wakes when
 // jobs are inserted (at most once per FetchCooldown), so under the loads
 // above, where jobs keep arriving, its retries do not wait for the poll.
-// Here 4 batches of 32 jobs (one per worker) arrive 1.5s apart and nothing
-// else: each retry is found by a poll, as on a queue that receives nothing.
-var riverQuiet = latenessLoad{"quiet", 128, 6 * time.Second, 32}
+// Here 8 batches of 16 jobs arrive 1.13s apart and nothing else: each
+// retry is found by a poll, as on a queue that receives nothing. The jobs
+// of a batch fail together and share a poll, so the batches are the
+// samples; their spacing is no multiple of the polls (1s, 50ms), so each
+// batch meets the poll at another phase.
+var riverQuiet = latenessLoad{"quiet", 128, 9040 * time.Millisecond, 16}
 
 // latenessRecorder keeps, per job index, when its first attempt ended and
 // when its retry started.

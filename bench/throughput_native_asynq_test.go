@@ -12,7 +12,7 @@ import (
 )
 
 // throughputJobs is how many jobs each throughput run pushes through.
-const throughputJobs = 5_000
+const throughputJobs = 20_000
 
 // throughputConcurrency is every throughput run's number of handlers.
 const throughputConcurrency = 20

@@ -62,7 +62,7 @@ var scenarios = []scenario{
 			"exact time. **River** runs through `reboundriver` on PostgreSQL with its defaults",
 			"(`FetchPollInterval` 1 s, `FetchCooldown` 100 ms) or `poll-50ms` (both 50 ms). River's",
 			"fetcher also wakes on inserts (at most once per `FetchCooldown`), so while jobs arrive its",
-			"retries do not wait for the poll; `quiet` (4 batches of 32 jobs 1.5 s apart, nothing else)",
+			"retries do not wait for the poll; `quiet` (8 batches of 16 jobs 1.13 s apart, nothing else)",
 			"shows a queue that receives nothing. River fetches at most one batch of free workers per",
 			"`FetchCooldown`: 32 workers take at most 320 runs/s by default, 640 at 50 ms, so under",
 			"`inflight-10k` (4k runs/s offered) its figures are the backlog, not its retry timing.",
