@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/adapters/native"
@@ -25,8 +24,7 @@ var errNativeFirstTry = errors.New("first attempt fails")
 
 // nativeRedis starts a private redis-server on a free loopback port for one
 // benchmark and stops it afterwards, so that what other programs do to a
-// shared server (key scans, other tests) stays out of the figures. Both
-// engines of a comparison run on the same private server.
+// shared server (key scans, other tests) stays out of the figures.
 func nativeRedis(b *testing.B) *redis.Client {
 	b.Helper()
 	bin, err := exec.LookPath("redis-server")
@@ -178,98 +176,4 @@ func benchNativeLateness(b *testing.B, jobs int, spread time.Duration) {
 	b.ReportMetric(ms(late[len(late)*99/100]), "late-p99-ms")
 	b.ReportMetric(ms(late[len(late)-1]), "late-max-ms")
 	b.ReportMetric(float64(early), "early")
-}
-
-// BenchmarkNativeVsAsynqThroughput measures end-to-end jobs/s where every
-// job fails once and succeeds on its retry, for the native path and for
-// asynq, in the same run on the same private redis-server (a fresh one per
-// engine, so neither inherits the other's keys), with the same concurrency (32)
-// and a tiny fixed retry delay (1ms). The clock runs from the worker's start
-// (all jobs already enqueued) to the last job's success.
-//
-// asynq is given DelayedTaskCheckInterval = 100ms (its default of 5s would
-// add seconds to every retry), as a team tuning it for retries would.
-//
-// Metrics: native-jobs/s, asynq-jobs/s, and x-asynq (their ratio).
-func BenchmarkNativeVsAsynqThroughput(b *testing.B) {
-	const jobs = 5000
-	for b.Loop() {
-		n := benchNativeThroughput(b, jobs)
-		a := benchAsynqThroughput(b, jobs)
-		b.ReportMetric(n, "native-jobs/s")
-		b.ReportMetric(a, "asynq-jobs/s")
-		b.ReportMetric(n/a, "x-asynq")
-	}
-}
-
-func benchNativeThroughput(b *testing.B, jobs int) float64 {
-	ctx := context.Background()
-	rdb := nativeRedis(b)
-	rule, err := backoff.NewRule(backoff.Must(backoff.Fixed(time.Millisecond)), 2)
-	if err != nil {
-		b.Fatal(err)
-	}
-	q, err := native.NewQueue(rdb, "throughput")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := nativeRun(jobs, 16, func(int) error { _, err := q.Enqueue(ctx, nil); return err }); err != nil {
-		b.Fatal(err)
-	}
-	var left sync.WaitGroup
-	left.Add(jobs)
-	w, err := native.NewWorker(q, rule, func(ctx context.Context, j *native.Job) error {
-		if j.Attempt == 1 {
-			return errNativeFirstTry
-		}
-		left.Done()
-		return nil
-	}, native.WithConcurrency(32))
-	if err != nil {
-		b.Fatal(err)
-	}
-	start := time.Now()
-	if err := w.Start(); err != nil {
-		b.Fatal(err)
-	}
-	left.Wait()
-	elapsed := time.Since(start)
-	_ = w.Shutdown(ctx)
-	return float64(jobs) / elapsed.Seconds()
-}
-
-func benchAsynqThroughput(b *testing.B, jobs int) float64 {
-	ctx := context.Background()
-	rdb := nativeRedis(b)
-	const queue = "throughput"
-	client := asynq.NewClientFromRedisClient(rdb)
-	if err := nativeRun(jobs, 16, func(int) error {
-		_, err := client.EnqueueContext(ctx, asynq.NewTask("bench", nil), asynq.Queue(queue), asynq.MaxRetry(1))
-		return err
-	}); err != nil {
-		b.Fatal(err)
-	}
-	var left sync.WaitGroup
-	left.Add(jobs)
-	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:              32,
-		Queues:                   map[string]int{queue: 1},
-		RetryDelayFunc:           func(int, error, *asynq.Task) time.Duration { return time.Millisecond },
-		DelayedTaskCheckInterval: 100 * time.Millisecond,
-		LogLevel:                 asynq.ErrorLevel,
-	})
-	start := time.Now()
-	if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, t *asynq.Task) error {
-		if n, _ := asynq.GetRetryCount(ctx); n == 0 {
-			return errNativeFirstTry
-		}
-		left.Done()
-		return nil
-	})); err != nil {
-		b.Fatal(err)
-	}
-	left.Wait()
-	elapsed := time.Since(start)
-	srv.Shutdown()
-	return float64(jobs) / elapsed.Seconds()
 }
