@@ -155,22 +155,21 @@ func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
 	if len(list) == 0 {
 		return 0, nil
 	}
-	maxes := make([]*redis.StringCmd, len(list))
+	// The key function sees the job as stored, so a reclaimed attempt is
+	// keyed exactly as its worker would have keyed it.
+	stored := make([]*redis.SliceCmd, len(list))
 	if _, err := w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, e := range list {
-			maxes[i] = p.HGet(ctx, k.job(e.id), "max")
+			stored[i] = readJob(ctx, p, k, e.id)
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, err
 	}
 	for i, e := range list {
-		maxAtt := int(parseInt(maxes[i].Val()))
-		if maxAtt < 1 {
-			maxAtt = w.rule.MaxAttempts()
-		}
-		d := w.decide(e.id, max(e.attempt, 1), maxAtt, ErrLeaseExpired)
-		if _, err := w.fail(ctx, e.id, e.token, d, maxAtt, ErrLeaseExpired.Error(), "", true); err != nil {
+		j := w.newJob(e.id, max(e.attempt, 1), parseJob(stored[i].Val()))
+		d := w.decide(j, ErrLeaseExpired)
+		if _, err := w.fail(ctx, e.id, e.token, d, j.MaxAttempts, ErrLeaseExpired.Error(), "", true); err != nil {
 			return 0, err
 		}
 	}

@@ -45,7 +45,7 @@ func (h *harness) Start(t testing.TB, cfg conformance.Config) conformance.Engine
 
 func (h *harness) HookDelay(cfg conformance.Config, id string, attempt int, err error) (time.Duration, bool) {
 	w := &Worker{rule: cfg.Rule}
-	d := w.decide(id, attempt, cfg.Rule.MaxAttempts(), err)
+	d := w.decide(&Job{ID: id, Attempt: attempt, MaxAttempts: cfg.Rule.MaxAttempts()}, err)
 	return time.Duration(ceilMicros(d.Delay)) * time.Microsecond, d.Retry()
 }
 

@@ -22,7 +22,8 @@
 //
 // A handler's nil completes the job; an error fails the attempt, and the
 // worker's [backoff.Rule] decides: retry after a delay (jitter keyed by the
-// job ID, raised to a [backoff.RetryAfter] hint), or give up because the job
+// job ID, or by what [WithKey] picks; raised to a [backoff.RetryAfter]
+// hint), or give up because the job
 // ran MaxAttempts times or the error was marked [backoff.Permanent]. A panic
 // is a failed attempt. The host computes the delay; the fail script receives
 // that one number and adds it to the Redis server's clock. Attempt numbers

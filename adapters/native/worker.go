@@ -20,7 +20,8 @@ const System = "rebound"
 
 // Job is one attempt of one job, as a [Handler] sees it.
 type Job struct {
-	// ID is the job's ID. Its retry jitter is keyed by it: backoff.Key(ID).
+	// ID is the job's ID. Its retry jitter is keyed by it, backoff.Key(ID),
+	// unless the worker was built with [WithKey].
 	ID string
 	// Queue is the queue's name.
 	Queue string
@@ -64,6 +65,7 @@ type Worker struct {
 	observer    observe.Observer
 	reconnect   backoff.Policy
 	shutdown    time.Duration
+	key         func(*Job) backoff.Source
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -188,8 +190,27 @@ func WithShutdownTimeout(d time.Duration) WorkerOption {
 	}
 }
 
+// WithKey sets the function that picks a job's jitter source. The default is
+// backoff.Key(job.ID), which makes one job's schedule reproducible and
+// identical on every rebound adapter; key by a business ID carried in the
+// payload or metadata to give one logical job the same schedule on every
+// engine. The function sees the attempt that failed (for a job reclaimed
+// from a dead worker, the job as stored, with the attempt that was lost)
+// and must not change it. A key function that panics is recovered,
+// reported to the error handler, and the default key used.
+func WithKey(f func(job *Job) backoff.Source) WorkerOption {
+	return func(w *Worker) error {
+		if f == nil {
+			return errors.New("native: WithKey: key function is nil, want a function returning the job's backoff.Source")
+		}
+		w.key = f
+		return nil
+	}
+}
+
 // NewWorker returns a worker that runs q's jobs with h under rule: rule's
-// policy sizes every retry delay (keyed by the job ID) and its MaxAttempts
+// policy sizes every retry delay (keyed by the job ID unless [WithKey]
+// says otherwise) and its MaxAttempts
 // caps the runs of jobs enqueued without their own cap.
 func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*Worker, error) {
 	if q == nil {
@@ -487,7 +508,7 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	for try := 1; len(toRead) > 0; try++ {
 		_, err = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for _, i := range toRead {
-				cmds[i] = p.HMGet(ctx, k.job(rs[i].id), "payload", "name", "max", "meta")
+				cmds[i] = readJob(ctx, p, k, rs[i].id)
 			}
 			return nil
 		})
@@ -499,7 +520,6 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 			break
 		}
 	}
-	str := func(x any) string { s, _ := x.(string); return s }
 	jobs := make([]*Job, 0, len(rs))
 	tokens := make([]string, 0, len(rs))
 	for i, r := range rs {
@@ -513,19 +533,37 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 				w.mu.Unlock()
 				continue
 			}
-			v := cmds[i].Val()
-			c = &retryCache{name: str(v[1]), payload: []byte(str(v[0])), maxStore: int(parseInt(v[2])), meta: str(v[3])}
+			c = parseJob(cmds[i].Val())
 		}
-		maxAtt := c.maxStore
-		if maxAtt < 1 {
-			maxAtt = w.rule.MaxAttempts()
-		}
-		j := &Job{ID: r.id, Queue: w.q.name, Name: c.name, Payload: c.payload,
-			Attempt: r.attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(c.meta)), maxStore: c.maxStore}
-		jobs = append(jobs, j)
+		jobs = append(jobs, w.newJob(r.id, r.attempt, c))
 		tokens = append(tokens, r.token)
 	}
 	return jobs, tokens, due, nil
+}
+
+// readJob queues the read of what a worker needs of job id: payload, name,
+// own cap and metadata. [parseJob] decodes the reply.
+func readJob(ctx context.Context, p redis.Pipeliner, k keys, id string) *redis.SliceCmd {
+	return p.HMGet(ctx, k.job(id), "payload", "name", "max", "meta")
+}
+
+// parseJob decodes a [readJob] reply.
+func parseJob(v []any) *retryCache {
+	str := func(x any) string { s, _ := x.(string); return s }
+	if len(v) < 4 {
+		return &retryCache{}
+	}
+	return &retryCache{name: str(v[1]), payload: []byte(str(v[0])), maxStore: int(parseInt(v[2])), meta: str(v[3])}
+}
+
+// newJob builds attempt number attempt of job id from what is stored of it.
+func (w *Worker) newJob(id string, attempt int, c *retryCache) *Job {
+	maxAtt := c.maxStore
+	if maxAtt < 1 {
+		maxAtt = w.rule.MaxAttempts()
+	}
+	return &Job{ID: id, Queue: w.q.name, Name: c.name, Payload: c.payload,
+		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(c.meta)), maxStore: c.maxStore}
 }
 
 // run runs one attempt and stores its outcome.
@@ -568,7 +606,7 @@ func (w *Worker) run(j *Job, token string) {
 		}
 	} else {
 		result.Err = err
-		result.Decision = w.decide(j.ID, j.Attempt, j.MaxAttempts, err)
+		result.Decision = w.decide(j, err)
 		res, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
 			return w.submit(ctx, scriptFail, w.failKeys(j.ID), failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)...)
 		})
@@ -599,15 +637,30 @@ func (w *Worker) call(ctx context.Context, j *Job) (err error) {
 }
 
 // decide is the worker's retry hook: the rule (with the job's own cap) for
-// failed attempt number attempt, jitter keyed by the job ID.
-func (w *Worker) decide(id string, attempt, maxAttempts int, err error) backoff.Decision {
+// the failed attempt j.Attempt, jitter keyed by [Worker.source].
+func (w *Worker) decide(j *Job, err error) backoff.Decision {
 	rule := w.rule
-	if maxAttempts > 0 && maxAttempts != rule.MaxAttempts() {
-		if r, rerr := backoff.NewRule(rule.Policy(), maxAttempts); rerr == nil {
+	if j.MaxAttempts > 0 && j.MaxAttempts != rule.MaxAttempts() {
+		if r, rerr := backoff.NewRule(rule.Policy(), j.MaxAttempts); rerr == nil {
 			rule = r
 		}
 	}
-	return rule.Decide(attempt, err, backoff.Key(id))
+	return rule.Decide(j.Attempt, err, w.source(j))
+}
+
+// source returns j's jitter source: WithKey's choice, or backoff.Key(j.ID).
+func (w *Worker) source(j *Job) (src backoff.Source) {
+	if w.key == nil {
+		return backoff.Key(j.ID)
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			w.report(fmt.Errorf("native: key function panicked on job %q of queue %q, keying by job ID: %w",
+				j.ID, j.Queue, &PanicError{Value: v, Stack: debug.Stack()}))
+			src = backoff.Key(j.ID)
+		}
+	}()
+	return w.key(j)
 }
 
 // finish runs a storing script, retrying with the reconnect backoff while
