@@ -44,7 +44,7 @@ func BenchmarkHerd(b *testing.B) {
 
 func benchHerdNative(b *testing.B, spec string) {
 	ctx := context.Background()
-	rdb := testenv.Redis(b)
+	rdb := privateRedis(b)
 	policy, rule := mustRule(b, spec, 2)
 	q, err := native.NewQueue(rdb, "herd", native.WithPrefix(testenv.Prefix(b, rdb)))
 	if err != nil {

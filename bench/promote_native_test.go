@@ -20,7 +20,7 @@ const promoteJobs = 100_000
 func BenchmarkPromotion(b *testing.B) {
 	b.Run("native", func(b *testing.B) {
 		ctx := context.Background()
-		rdb := testenv.Redis(b)
+		rdb := privateRedis(b)
 		for b.Loop() {
 			b.StopTimer()
 			q, err := native.NewQueue(rdb, "promote", native.WithPrefix(testenv.Prefix(b, rdb)))
