@@ -140,38 +140,22 @@ func (w *Worker) reclaimLoop() {
 // found.
 func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
 	k := w.q.keys
-	res, err := scriptReclaim.Run(ctx, w.q.rdb, []string{k.active, k.leases, k.attempts}, limit).Slice()
+	res, err := scriptReclaim.Run(ctx, w.q.rdb, []string{k.active, k.leases, k.jobs}, limit).Slice()
 	if err != nil {
 		return 0, err
 	}
-	type expired struct {
-		id, token string
-		attempt   int
-	}
-	var list []expired
+	n := 0
 	for i := 0; i+2 < len(res); i += 3 {
-		list = append(list, expired{fmt.Sprint(res[i]), fmt.Sprint(res[i+1]), int(parseInt(res[i+2]))})
-	}
-	if len(list) == 0 {
-		return 0, nil
-	}
-	// The key function sees the job as stored, so a reclaimed attempt is
-	// keyed exactly as its worker would have keyed it.
-	stored := make([]*redis.SliceCmd, len(list))
-	if _, err := w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, e := range list {
-			stored[i] = readJob(ctx, p, k, e.id)
-		}
-		return nil
-	}); err != nil && !errors.Is(err, redis.Nil) {
-		return 0, err
-	}
-	for i, e := range list {
-		j := w.newJob(e.id, max(e.attempt, 1), parseJob(stored[i].Val()))
+		n++
+		id, token := fmt.Sprint(res[i]), fmt.Sprint(res[i+1])
+		rec, _ := decodeRecord(fmt.Sprint(res[i+2])) // unknown: the fail script says so
+		// The key function sees the job as stored, so a reclaimed attempt
+		// is keyed exactly as its worker would have keyed it.
+		j := w.newJob(id, max(rec.attempts, 1), rec)
 		d := w.decide(j, ErrLeaseExpired)
-		if _, err := w.fail(ctx, e.id, e.token, d, j.MaxAttempts, ErrLeaseExpired.Error(), "", true); err != nil {
+		if _, err := w.fail(ctx, id, token, d, j.MaxAttempts, ErrLeaseExpired.Error(), keepMeta, true); err != nil {
 			return 0, err
 		}
 	}
-	return len(list), nil
+	return n, nil
 }

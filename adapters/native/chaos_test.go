@@ -160,18 +160,21 @@ func TestChaos(t *testing.T) {
 		batch := ids[lo:min(lo+500, jobs)]
 		type row struct{ c, f *redis.FloatCmd }
 		rows := make([]row, len(batch))
-		hashes := make([]*redis.MapStringStringCmd, len(batch))
+		stored := make([]*redis.StringCmd, len(batch))
 		_, _ = admin.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range batch {
 				rows[i] = row{p.ZScore(ctx, q.keys.completed, id), p.ZScore(ctx, q.keys.failed, id)}
-				hashes[i] = p.HGetAll(ctx, q.keys.job(id))
+				stored[i] = p.HGet(ctx, q.keys.jobs, id)
 			}
 			return nil
 		})
 		for i, id := range batch {
 			inC, inF := rows[i].c.Err() == nil, rows[i].f.Err() == nil
-			h := hashes[i].Val()
-			n := int(parseInt(h["attempts"]))
+			rec, err := decodeRecord(stored[i].Val())
+			if err != nil {
+				t.Errorf("job %s: %v", id, err)
+			}
+			n := rec.attempts
 			switch {
 			case inC && inF:
 				t.Errorf("job %s is both completed and failed", id)
@@ -185,7 +188,7 @@ func TestChaos(t *testing.T) {
 					t.Errorf("job %s failed after %d attempts, want exactly the cap %d", id, n, maxAttempts)
 				}
 			}
-			if h["err"] == ErrLeaseExpired.Error() {
+			if rec.err == ErrLeaseExpired.Error() {
 				reclaimed++
 			}
 			if n < 1 || n > maxAttempts {

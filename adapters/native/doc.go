@@ -48,11 +48,17 @@
 //	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000+seq
 //	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms)
 //	<prefix>:{<queue>}:completed  ZSET  completed jobs, scored by finish time, trimmed by retention
-//	<prefix>:{<queue>}:attempts   HASH  job ID -> attempts started (unfinished jobs)
+//	<prefix>:{<queue>}:jobs       HASH  job ID -> the job's record, one packed string
 //	<prefix>:{<queue>}:leases     HASH  job ID -> token of the current reservation
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
 //	<prefix>:{<queue>}:counter    STRING lease tokens and the delayed sequence
-//	<prefix>:{<queue>}:job:<id>   HASH  payload, name, max, meta, err, fire, created, finished
+//
+// A job has no key of its own: its record is one field of the jobs hash,
+// holding attempts started, its own cap, created and finished times, the
+// token of the reservation that last finished it, then its name, metadata
+// and last error (each length-prefixed) and the payload. A job waiting for
+// its retry therefore costs one hash entry and one delayed-set entry, and
+// every script reaches every job through a key in KEYS.
 //
 // The delayed score keeps jobs due in the same millisecond in FIFO order;
 // fire times come from the server's TIME, rounded up to the millisecond so a
@@ -74,8 +80,8 @@
 // keeps its own timer for the next due job, which reserve reports; a script
 // that makes a job runnable, or schedules a new earliest one, wakes one idle
 // worker. A retry therefore starts a timer wake-up and one round trip after
-// its time (two when another worker scheduled it, as the job hash must then
-// be read), not at Redis's 100ms blocking-timeout resolution.
+// its time (reserve hands out the jobs' records with their leases), not at
+// Redis's 100ms blocking-timeout resolution.
 //
 // # Connections
 //

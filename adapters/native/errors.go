@@ -10,7 +10,7 @@ var (
 	// requested ID already exists in the queue.
 	ErrJobExists = errors.New("native: a job with this ID already exists in the queue")
 	// ErrNotFound is returned for a job ID the queue does not know (never
-	// enqueued, or a completed job whose retention has passed).
+	// enqueued, or a completed job dropped by retention).
 	ErrNotFound = errors.New("native: no such job in the queue")
 	// ErrLeaseLost means a worker tried to finish or renew a job it no
 	// longer holds: its lease expired and the job was reclaimed, so the

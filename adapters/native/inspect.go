@@ -80,41 +80,39 @@ type JobInfo struct {
 func (q *Queue) Job(ctx context.Context, id string) (JobInfo, error) {
 	k := q.keys
 	var (
-		hash                          *redis.MapStringStringCmd
+		stored                        *redis.StringCmd
 		active, delayed, failed, done *redis.FloatCmd
-		attempts                      *redis.StringCmd
 	)
 	// One transaction: all keys share the queue's slot, and the answers
 	// describe a single instant.
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		hash = p.HGetAll(ctx, k.job(id))
+		stored = p.HGet(ctx, k.jobs, id)
 		active = p.ZScore(ctx, k.active, id)
 		delayed = p.ZScore(ctx, k.delayed, id)
 		failed = p.ZScore(ctx, k.failed, id)
 		done = p.ZScore(ctx, k.completed, id)
-		attempts = p.HGet(ctx, k.attempts, id)
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return JobInfo{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
 	}
-	h := hash.Val()
-	if len(h) == 0 {
+	if stored.Err() != nil {
 		return JobInfo{}, fmt.Errorf("%w (queue %q, ID %q)", ErrNotFound, q.name, id)
+	}
+	r, err := decodeRecord(stored.Val())
+	if err != nil {
+		return JobInfo{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
 	}
 	info := JobInfo{
 		ID:          id,
-		Name:        h["name"],
-		MaxAttempts: int(parseInt(h["max"])),
-		LastError:   h["err"],
-		Payload:     []byte(h["payload"]),
-		Metadata:    decodeMeta(h["meta"]),
-		CreatedAt:   msTime(h["created"]),
-		FinishedAt:  msTime(h["finished"]),
-		Attempts:    int(parseInt(h["attempts"])),
-	}
-	if a, err := attempts.Result(); err == nil {
-		info.Attempts = int(parseInt(a))
+		Name:        r.name,
+		MaxAttempts: r.max,
+		LastError:   r.err,
+		Payload:     r.payload,
+		Metadata:    decodeMeta(r.meta),
+		CreatedAt:   msTime(r.created),
+		FinishedAt:  msTime(r.finished),
+		Attempts:    r.attempts,
 	}
 	switch {
 	case active.Err() == nil:
@@ -125,7 +123,7 @@ func (q *Queue) Job(ctx context.Context, id string) (JobInfo, error) {
 		info.NextFireAt = time.UnixMilli(int64(delayed.Val()) / 0x1000)
 	case failed.Err() == nil:
 		info.State = StateFailed
-	case done.Err() == nil || h["finished"] != "":
+	case done.Err() == nil || r.finished != 0:
 		info.State = StateCompleted
 	default:
 		info.State = StateWaiting
@@ -133,11 +131,11 @@ func (q *Queue) Job(ctx context.Context, id string) (JobInfo, error) {
 	return info, nil
 }
 
-func msTime(s string) time.Time {
-	if s == "" {
+func msTime(ms int64) time.Time {
+	if ms == 0 {
 		return time.Time{}
 	}
-	return time.UnixMilli(parseInt(s))
+	return time.UnixMilli(ms)
 }
 
 // Counts is how many jobs a queue holds in each state.

@@ -15,7 +15,7 @@ type keys struct {
 	delayed   string // ZSET id -> fire_ms*0x1000 + seq
 	failed    string // ZSET id -> finish time (ms)
 	completed string // ZSET id -> finish time (ms), trimmed by retention
-	attempts  string // HASH id -> attempts started, for jobs not yet finished
+	jobs      string // HASH id -> the job's packed record (record.go)
 	leases    string // HASH id -> token of the current reservation
 	marker    string // ZSET wake-up marker idle workers block on
 	counter   string // STRING counter: lease tokens and delayed sequence
@@ -30,15 +30,12 @@ func newKeys(prefix, queue string) keys {
 		delayed:   base + "delayed",
 		failed:    base + "failed",
 		completed: base + "completed",
-		attempts:  base + "attempts",
+		jobs:      base + "jobs",
 		leases:    base + "leases",
 		marker:    base + "marker",
 		counter:   base + "counter",
 	}
 }
-
-// job returns the key of one job's hash.
-func (k keys) job(id string) string { return k.base + "job:" + id }
 
 // escapeTag makes a queue name safe inside a hash tag: Redis Cluster takes
 // the tag up to the first '}', so '{', '}' and the escape character '%'

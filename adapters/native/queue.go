@@ -54,10 +54,11 @@ func WithMaxPayload(n int) QueueOption {
 	}
 }
 
-// WithCompletedRetention sets how long completed jobs stay visible to the
-// inspector (default 24h) and how many at most are listed in the completed
-// set (default 10000; -1 for no count limit). A completed job's hash expires
-// after keepFor.
+// WithCompletedRetention sets how long completed jobs are kept for the
+// inspector (default 24h) and how many at most (default 10000; -1 for no
+// count limit). Past either limit a completed job is deleted, record and
+// all, by a later completion on the queue (up to 100 per completion), so a
+// queue that stops completing jobs keeps its last ones.
 func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
 		if keepFor < time.Millisecond {
@@ -188,7 +189,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	}
 	k := q.keys
 	res, err := scriptEnqueue.Run(ctx, q.rdb,
-		[]string{k.job(o.id), k.wait, k.delayed, k.marker, k.counter},
+		[]string{k.jobs, k.wait, k.delayed, k.marker, k.counter},
 		o.id, payload, o.name, o.maxAttempts, ceilMicros(o.delay), meta).Slice()
 	if err != nil {
 		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
@@ -217,7 +218,7 @@ func ceilMicros(d time.Duration) int64 {
 
 func encodeMeta(m map[string]string) (string, error) {
 	if len(m) == 0 {
-		return "{}", nil
+		return "", nil
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

@@ -271,7 +271,7 @@ func TestQueueNamesWithBracesAndColons(t *testing.T) {
 			qs[name] = q
 			k := q.keys
 			tag := hashTag(k.wait)
-			for _, key := range []string{k.active, k.delayed, k.failed, k.completed, k.attempts, k.leases, k.marker, k.counter, k.job("1}:wait")} {
+			for _, key := range []string{k.active, k.delayed, k.failed, k.completed, k.jobs, k.leases, k.marker, k.counter} {
 				if hashTag(key) != tag {
 					t.Errorf("queue %q: key %q has hash tag %q, want %q like its wait list", name, key, hashTag(key), tag)
 				}

@@ -86,23 +86,7 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]*runningJob
-	retries map[string]retryCache
 }
-
-// retryCache is what the worker knows of a job it just scheduled for a
-// retry. When it reserves that retry itself, it need not read the job hash
-// again: between the fail script and the next reservation no one holds the
-// job's lease, so nothing in the hash can have changed.
-type retryCache struct {
-	attempt  int // the attempt that failed
-	name     string
-	payload  []byte
-	maxStore int
-	meta     string
-}
-
-// maxRetryCache bounds the cache; past it, retries are read from Redis.
-const maxRetryCache = 10_000
 
 type runningJob struct {
 	id     string
@@ -230,7 +214,6 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		shutdown:    10 * time.Second,
 		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
 		running:     map[string]*runningJob{},
-		retries:     map[string]retryCache{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -376,13 +359,6 @@ func (w *Worker) sleep(d time.Duration, stop <-chan struct{}) bool {
 	}
 }
 
-// reserved is one job handed out by the reserve script.
-type reserved struct {
-	id      string
-	attempt int
-	token   string
-}
-
 // fetchLoop reserves jobs while slots are free and waits, without polling,
 // for the next due job or a wake-up when there is nothing to run.
 func (w *Worker) fetchLoop() {
@@ -455,14 +431,13 @@ func (w *Worker) fetchLoop() {
 	}
 }
 
-// reserve runs the reserve script for up to n jobs and loads them. due is
-// when, by the local clock, the earliest delayed job becomes due (taken as
-// the reply arrives, so loading the jobs does not delay it).
+// reserve runs the reserve script for up to n jobs, which come back with
+// their records in the same reply. due is when, by the local clock, the
+// earliest delayed job becomes due (taken as the reply arrives).
 func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	k := w.q.keys
-	ctx := context.Background()
-	res, err := scriptReserve.Run(ctx, w.q.rdb,
-		[]string{k.wait, k.active, k.delayed, k.marker, k.attempts, k.leases, k.counter},
+	res, err := scriptReserve.Run(context.Background(), w.q.rdb,
+		[]string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.leases, k.counter},
 		n, w.lease.Milliseconds()).Slice()
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -474,96 +449,36 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	if next := parseInt(res[1]); next >= 0 {
 		due = time.Now().Add(max(time.Duration(next*1000-parseInt(res[0]))*time.Microsecond, 0))
 	}
-	var rs []reserved
+	var jobs []*Job
+	var tokens []string
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for i := 2; i+2 < len(res); i += 3 {
-		rs = append(rs, reserved{id: fmt.Sprint(res[i]), attempt: int(parseInt(res[i+1])), token: fmt.Sprint(res[i+2])})
-	}
-	if len(rs) == 0 {
-		return nil, nil, due, nil
-	}
-	// Retries this worker scheduled itself are known; read the others.
-	known := make([]*retryCache, len(rs))
-	var toRead []int
-	w.mu.Lock()
-	for i, r := range rs {
-		if c, ok := w.retries[r.id]; ok {
-			delete(w.retries, r.id)
-			if c.attempt+1 == r.attempt {
-				known[i] = &c
-				continue
-			}
+		id, token := fmt.Sprint(res[i]), fmt.Sprint(res[i+1])
+		rec, rerr := decodeRecord(fmt.Sprint(res[i+2]))
+		if rerr != nil {
+			// Leased but unreadable: renew nothing, so the lease runs out
+			// and the reclaim path fails the attempt.
+			w.report(fmt.Errorf("native: job %q on queue %q: %w", id, w.q.name, rerr))
+			continue
 		}
-		toRead = append(toRead, i)
-	}
-	w.mu.Unlock()
-	// The jobs are leased to us from here on: register them so their
-	// leases are renewed, and if Redis fails while we read them, retry
-	// rather than let an attempt be lost.
-	w.mu.Lock()
-	for _, r := range rs {
-		w.running[r.token] = &runningJob{id: r.id, token: r.token}
-	}
-	w.mu.Unlock()
-	cmds := make([]*redis.SliceCmd, len(rs))
-	for try := 1; len(toRead) > 0; try++ {
-		_, err = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-			for _, i := range toRead {
-				cmds[i] = readJob(ctx, p, k, rs[i].id)
-			}
-			return nil
-		})
-		if err == nil {
-			break
-		}
-		w.report(fmt.Errorf("native: load %d reserved jobs on queue %q (try %d): %w", len(toRead), w.q.name, try, err))
-		if !w.sleep(backoff.Delay(w.reconnect, try, backoff.Source{}), w.stop) {
-			break
-		}
-	}
-	jobs := make([]*Job, 0, len(rs))
-	tokens := make([]string, 0, len(rs))
-	for i, r := range rs {
-		c := known[i]
-		if c == nil {
-			if err != nil {
-				// Stopped while Redis was down: the lease runs out and
-				// the job comes back through the reclaim path.
-				w.mu.Lock()
-				delete(w.running, r.token)
-				w.mu.Unlock()
-				continue
-			}
-			c = parseJob(cmds[i].Val())
-		}
-		jobs = append(jobs, w.newJob(r.id, r.attempt, c))
-		tokens = append(tokens, r.token)
+		// The job is leased to us from here on: register it so its lease
+		// is renewed.
+		w.running[token] = &runningJob{id: id, token: token}
+		jobs = append(jobs, w.newJob(id, rec.attempts, rec))
+		tokens = append(tokens, token)
 	}
 	return jobs, tokens, due, nil
 }
 
-// readJob queues the read of what a worker needs of job id: payload, name,
-// own cap and metadata. [parseJob] decodes the reply.
-func readJob(ctx context.Context, p redis.Pipeliner, k keys, id string) *redis.SliceCmd {
-	return p.HMGet(ctx, k.job(id), "payload", "name", "max", "meta")
-}
-
-// parseJob decodes a [readJob] reply.
-func parseJob(v []any) *retryCache {
-	str := func(x any) string { s, _ := x.(string); return s }
-	if len(v) < 4 {
-		return &retryCache{}
-	}
-	return &retryCache{name: str(v[1]), payload: []byte(str(v[0])), maxStore: int(parseInt(v[2])), meta: str(v[3])}
-}
-
-// newJob builds attempt number attempt of job id from what is stored of it.
-func (w *Worker) newJob(id string, attempt int, c *retryCache) *Job {
-	maxAtt := c.maxStore
+// newJob builds attempt number attempt of job id from its record.
+func (w *Worker) newJob(id string, attempt int, r record) *Job {
+	maxAtt := r.max
 	if maxAtt < 1 {
 		maxAtt = w.rule.MaxAttempts()
 	}
-	return &Job{ID: id, Queue: w.q.name, Name: c.name, Payload: c.payload,
-		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(c.meta)), maxStore: c.maxStore}
+	return &Job{ID: id, Queue: w.q.name, Name: r.name, Payload: r.payload,
+		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(r.meta)), maxStore: r.max}
 }
 
 // run runs one attempt and stores its outcome.
@@ -594,7 +509,7 @@ func (w *Worker) run(j *Job, token string) {
 	meta, merr := encodeMeta(j.Metadata)
 	if merr != nil {
 		w.report(merr)
-		meta = ""
+		meta = keepMeta
 	}
 	var result observe.Result
 	if err == nil {
@@ -614,13 +529,6 @@ func (w *Worker) run(j *Job, token string) {
 			w.report(ferr)
 		} else if len(res) >= 3 && parseInt(res[0]) == 1 {
 			result.FireAt = time.UnixMilli(parseInt(res[2]))
-			if meta != "" {
-				w.mu.Lock()
-				if len(w.retries) < maxRetryCache {
-					w.retries[j.ID] = retryCache{attempt: j.Attempt, name: j.Name, payload: j.Payload, maxStore: j.maxStore, meta: meta}
-				}
-				w.mu.Unlock()
-			}
 		}
 	}
 	w.observeEnd(octx, a, result)
@@ -707,6 +615,10 @@ func isTransient(err error) bool {
 	return false
 }
 
+// keepMeta is the metadata argument of complete and fail that keeps the
+// stored metadata.
+const keepMeta = "-"
+
 // complete runs the complete script directly (not batched).
 func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
 	return scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(id), w.completeArgs(id, token, meta)...).Slice()
@@ -714,7 +626,7 @@ func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, e
 
 func (w *Worker) completeKeys(id string) []string {
 	k := w.q.keys
-	return []string{k.job(id), k.active, k.completed, k.attempts, k.leases}
+	return []string{k.jobs, k.active, k.completed, k.leases}
 }
 
 func (w *Worker) completeArgs(id, token, meta string) []any {
@@ -728,7 +640,7 @@ func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision,
 
 func (w *Worker) failKeys(id string) []string {
 	k := w.q.keys
-	return []string{k.job(id), k.active, k.delayed, k.failed, k.attempts, k.leases, k.marker, k.counter}
+	return []string{k.jobs, k.active, k.delayed, k.failed, k.leases, k.marker, k.counter}
 }
 
 func failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) []any {

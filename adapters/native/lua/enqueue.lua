@@ -1,21 +1,20 @@
 -- enqueue: adds one job, to the wait list or, with a delay, to the delayed set.
--- KEYS: 1 job hash, 2 wait, 3 delayed, 4 marker, 5 counter
+-- KEYS: 1 jobs, 2 wait, 3 delayed, 4 marker, 5 counter
 -- ARGV: 1 id, 2 payload, 3 name, 4 max attempts (0 = the worker's rule),
---       5 delay (microseconds), 6 metadata (JSON)
+--       5 delay (microseconds), 6 metadata (JSON, "" for none)
 -- Returns {0} when the ID is taken, {1, created_ms} when waiting,
 -- {2, fire_ms} when delayed.
-if redis.call('EXISTS', KEYS[1]) == 1 then
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return {0}
 end
 local us = now_us()
 local created = math.floor(us / 1000)
-redis.call('HSET', KEYS[1], 'payload', ARGV[2], 'name', ARGV[3], 'max', ARGV[4],
-  'meta', ARGV[6], 'created', num(created))
+redis.call('HSET', KEYS[1], ARGV[1], rec_encode({attempts = '0', max = ARGV[4], created = num(created),
+  finished = '', ftok = '', name = ARGV[3], meta = ARGV[6], err = '', payload = ARGV[2]}))
 local delay = tonumber(ARGV[5])
 if delay > 0 then
   local fire = fire_ms(us, delay)
   schedule(KEYS[3], KEYS[5], KEYS[4], ARGV[1], fire)
-  redis.call('HSET', KEYS[1], 'fire', num(fire))
   return {2, num(fire)}
 end
 redis.call('RPUSH', KEYS[2], ARGV[1])

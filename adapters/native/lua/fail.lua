@@ -2,15 +2,14 @@
 -- The attempts check, the error, and the move to the delayed set (retry)
 -- or the failed set (exhausted or permanent) happen in this one step. The
 -- delay is the literal one the host computed; no curve is computed here.
--- KEYS: 1 job hash, 2 active, 3 delayed, 4 failed, 5 attempts, 6 leases,
---       7 marker, 8 counter
+-- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 leases, 6 marker, 7 counter
 -- ARGV: 1 id, 2 lease token, 3 delay (microseconds), 4 permanent (1/0),
---       5 max attempts, 6 error text, 7 metadata (JSON; "" keeps the stored
+--       5 max attempts, 6 error text, 7 metadata (JSON; "-" keeps the stored
 --       one), 8 reclaim (1: only if the lease has expired)
 -- Returns {1, attempts, fire_ms} retried; {2, attempts, finished_ms} failed;
 -- {0} already finished with this token; {-1} stale lease; {-2} unknown job;
 -- {-3} reclaim refused, the lease is still live.
-local refused = lease_refused(KEYS[1], KEYS[6], ARGV[1], ARGV[2])
+local r, refused = lease_check(KEYS[1], KEYS[5], ARGV[1], ARGV[2])
 if refused then
   return refused
 end
@@ -23,21 +22,20 @@ if ARGV[8] == '1' then
     return {-3}
   end
 end
-local attempts = tonumber(redis.call('HGET', KEYS[5], id) or '0')
+local attempts = tonumber(r.attempts)
 redis.call('ZREM', KEYS[2], id)
-redis.call('HDEL', KEYS[6], id)
-redis.call('HSET', KEYS[1], 'err', ARGV[6], 'ftok', ARGV[2])
-if ARGV[7] ~= '' then
-  redis.call('HSET', KEYS[1], 'meta', ARGV[7])
+redis.call('HDEL', KEYS[5], id)
+r.err, r.ftok = ARGV[6], ARGV[2]
+if ARGV[7] ~= '-' then
+  r.meta = ARGV[7]
 end
 if ARGV[4] == '1' or attempts >= tonumber(ARGV[5]) then
-  redis.call('HDEL', KEYS[5], id)
-  redis.call('HSET', KEYS[1], 'attempts', attempts, 'finished', num(now))
-  redis.call('HDEL', KEYS[1], 'fire')
+  r.finished = num(now)
+  redis.call('HSET', KEYS[1], id, rec_encode(r))
   redis.call('ZADD', KEYS[4], num(now), id)
   return {2, attempts, num(now)}
 end
+redis.call('HSET', KEYS[1], id, rec_encode(r))
 local fire = fire_ms(us, tonumber(ARGV[3]))
-schedule(KEYS[3], KEYS[8], KEYS[7], id, fire)
-redis.call('HSET', KEYS[1], 'fire', num(fire))
+schedule(KEYS[3], KEYS[7], KEYS[6], id, fire)
 return {1, attempts, num(fire)}

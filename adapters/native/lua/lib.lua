@@ -63,18 +63,58 @@ local function schedule(delayed_key, counter_key, marker_key, id, fire)
   end
 end
 
--- Checks the caller's lease token. Returns nil when it holds the lease;
--- otherwise the reply the script must return: unknown job, already finished
--- with this very token (a retried call whose first reply was lost), or stale.
-local function lease_refused(job_key, leases_key, id, token)
-  if redis.call('EXISTS', job_key) == 0 then
-    return {-2}
+-- A job is one field of the queue's jobs hash: its ID maps to one packed
+-- record, so a waiting job costs one hash entry and no key of its own.
+--   <attempts>,<max>,<created>,<finished>,<ftok>|<n>:<name><n>:<meta><n>:<err><payload>
+-- attempts: attempts started; max: the job's own cap (0: the worker's
+-- rule); created, finished: server ms ("" until finished); ftok: the token
+-- of the reservation that last finished an attempt ("" before); the three
+-- strings carry their byte length; the payload is the rest. The Go side
+-- (record.go) reads and writes the same layout.
+local function rec_decode(s)
+  local bar = string.find(s, '|', 1, true)
+  local r = {}
+  r.attempts, r.max, r.created, r.finished, r.ftok =
+    string.match(string.sub(s, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*)$')
+  local pos = bar + 1
+  for _, f in ipairs({'name', 'meta', 'err'}) do
+    local colon = string.find(s, ':', pos, true)
+    local n = tonumber(string.sub(s, pos, colon - 1))
+    r[f] = string.sub(s, colon + 1, colon + n)
+    pos = colon + n + 1
   end
-  if redis.call('HGET', leases_key, id) == token then
+  r.payload = string.sub(s, pos)
+  return r
+end
+
+local function rec_encode(r)
+  return table.concat({r.attempts, ',', r.max, ',', r.created, ',', r.finished, ',', r.ftok, '|',
+    #r.name, ':', r.name, #r.meta, ':', r.meta, #r.err, ':', r.err, r.payload})
+end
+
+-- Reads job id's record from the jobs hash, or nil.
+local function rec_get(jobs_key, id)
+  local s = redis.call('HGET', jobs_key, id)
+  if not s then
     return nil
   end
-  if redis.call('HGET', job_key, 'ftok') == token then
-    return {0}
+  return rec_decode(s)
+end
+
+-- Checks the caller's lease token. Returns the job's record when it holds
+-- the lease; otherwise nil and the reply the script must return: unknown
+-- job, already finished with this very token (a retried call whose first
+-- reply was lost), or stale.
+local function lease_check(jobs_key, leases_key, id, token)
+  local r = rec_get(jobs_key, id)
+  if not r then
+    return nil, {-2}
   end
-  return {-1}
+  if redis.call('HGET', leases_key, id) == token then
+    return r, nil
+  end
+  if r.ftok == token then
+    return nil, {0}
+  end
+  return nil, {-1}
 end

@@ -1,0 +1,59 @@
+package native
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// record is one job as the jobs hash stores it: a single packed string per
+// job, so a waiting job costs one hash entry instead of a key, a hash of
+// its own and entries in per-queue side hashes. The layout (shared with
+// lua/lib.lua) is
+//
+//	<attempts>,<max>,<created>,<finished>,<ftok>|<n>:<name><n>:<meta><n>:<err><payload>
+//
+// with the three strings prefixed by their byte length and the payload
+// taking the rest, so no byte of any field needs escaping.
+type record struct {
+	attempts int    // attempts started
+	max      int    // the job's own cap, 0: the worker's rule
+	created  int64  // server ms
+	finished int64  // server ms, 0 until the job completed or failed for good
+	ftok     string // token of the reservation that last finished an attempt
+	name     string
+	meta     string // JSON, "" for none
+	err      string // last error text
+	payload  []byte
+}
+
+// decodeRecord parses a stored record.
+func decodeRecord(s string) (record, error) {
+	var r record
+	bad := func(what string) (record, error) {
+		return record{}, fmt.Errorf("native: job record is malformed (%s), want <attempts>,<max>,<created>,<finished>,<ftok>|<n>:<name><n>:<meta><n>:<err><payload>", what)
+	}
+	head, rest, ok := strings.Cut(s, "|")
+	if !ok {
+		return bad("no '|'")
+	}
+	f := strings.Split(head, ",")
+	if len(f) != 5 {
+		return bad("header has " + strconv.Itoa(len(f)) + " fields")
+	}
+	r.attempts = int(parseInt(f[0]))
+	r.max = int(parseInt(f[1]))
+	r.created = parseInt(f[2])
+	r.finished = parseInt(f[3])
+	r.ftok = f[4]
+	for _, dst := range []*string{&r.name, &r.meta, &r.err} {
+		ns, tail, ok := strings.Cut(rest, ":")
+		n, err := strconv.Atoi(ns)
+		if !ok || err != nil || n < 0 || n > len(tail) {
+			return bad("bad string length")
+		}
+		*dst, rest = tail[:n], tail[n:]
+	}
+	r.payload = []byte(rest)
+	return r, nil
+}
