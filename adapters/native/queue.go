@@ -3,7 +3,7 @@ package native
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,7 +165,8 @@ func WithMetadata(m map[string]string) EnqueueOption {
 	}
 }
 
-// Enqueue adds a job with payload to the queue and returns its ID. Without
+// Enqueue adds a job with payload to the queue and returns its ID (without
+// [WithID], 128 random bits as 22 characters of unpadded base64url). Without
 // options the job runs as soon as a worker is free, under the worker's rule.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
 	if len(payload) > q.maxPayload {
@@ -200,11 +201,13 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	return o.id, nil
 }
 
-// newID returns a random 128-bit ID in hex.
+// newID returns a random 128-bit ID in unpadded base64url: 22 characters
+// (hex would take 32), which matters because an ID is stored twice per
+// waiting job, as the jobs hash field and as the delayed-set member.
 func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // ceilMicros rounds d up to whole microseconds, the unit delays are sent
