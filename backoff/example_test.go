@@ -72,10 +72,10 @@ func ExampleJitter() {
 	fmt.Println(delays(p, backoff.Key("job-42"), 8))
 	// Output:
 	// unkeyed in [0, 400ms]: true
-	// job-42: 384.106088ms
-	// job-42 again: 384.106088ms
-	// job-43: 73.175559ms
-	// 21ms 57ms 384ms 705ms 1.56s 1.54s 6.192s 1.102s
+	// job-42: 210.891521ms
+	// job-42 again: 210.891521ms
+	// job-43: 104.236332ms
+	// 55ms 199ms 211ms 189ms 545ms 1.422s 6.308s 7.834s
 }
 
 // Proportional jitter of 0.2 around a 4s delay lands in [3.2s, 4.8s].
@@ -89,8 +89,8 @@ func ExampleProportional() {
 	fmt.Println("max:", p.Max(), "attempt 30:", backoff.Delay(p, 30, backoff.Key("job-42")) <= time.Minute)
 	// Output:
 	// unkeyed in [3.2s, 4.8s]: true
-	// job-42: 4.736424352s
-	// 885ms 1.827s 4.736s 9.221s 19.041s 31.759s 59.61s 49.322s
+	// job-42: 4.043566083s
+	// 1.022s 2.394s 4.044s 7.155s 14.979s 31.29s 59.827s 57.401s
 	// max: 1m0s attempt 30: true
 }
 
@@ -98,7 +98,7 @@ func ExampleEqualJitter() {
 	p := backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(100*time.Millisecond, 10*time.Second))))
 	fmt.Println(delays(p, backoff.Key("job-42"), 8))
 	// Output:
-	// 61ms 128ms 392ms 753ms 1.58s 2.37s 6.296s 5.551s
+	// 78ms 199ms 305ms 494ms 1.072s 2.311s 6.354s 8.917s
 }
 
 // Decorrelated jitter is computed from the attempt number alone, so it works
@@ -107,7 +107,7 @@ func ExampleDecorrelated() {
 	p := backoff.Must(backoff.Decorrelated(100*time.Millisecond, 10*time.Second))
 	fmt.Println(delays(p, backoff.Key("job-42"), 8))
 	// Output:
-	// 142ms 193ms 559ms 1.49s 4.36s 6.346s 10s 3.394s
+	// 211ms 629ms 1.042s 813ms 897ms 1.252s 3.702s 8.722s
 }
 
 func ExampleRule_Decide() {
@@ -161,7 +161,7 @@ func ExampleSpec() {
 	fmt.Println(backoff.Delay(retry, 3, backoff.Key("job-42")))
 	// Output:
 	// jitter(exponential(100ms, 10s))
-	// 384.106088ms
+	// 210.891521ms
 }
 
 func ExampleSchedule() {

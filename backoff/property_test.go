@@ -185,9 +185,9 @@ func TestKeyedValuesPinned(t *testing.T) {
 		attempt int
 		want    time.Duration
 	}{
-		{backoff.Key("job-42"), 1, 21164830},
-		{backoff.Key("job-42"), 3, 384106088},
-		{backoff.Key("job-42"), 20, 1121905964},
+		{backoff.Key("job-42"), 1, 55411596},
+		{backoff.Key("job-42"), 3, 210891521},
+		{backoff.Key("job-42"), 20, 2591099479},
 		{backoff.KeyUint64(42), 3, 144495694},
 	}
 	for _, tt := range tests {

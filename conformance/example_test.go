@@ -32,8 +32,8 @@ func Example() {
 			attempt, retry, d, retry == core.Retry() && d == core.Delay)
 	}
 	// Output:
-	// attempt 1 failed: retry=true after 77.893805ms (same as the core: true)
-	// attempt 2 failed: retry=true after 133.312362ms (same as the core: true)
-	// attempt 3 failed: retry=true after 207.293237ms (same as the core: true)
+	// attempt 1 failed: retry=true after 39.368601ms (same as the core: true)
+	// attempt 2 failed: retry=true after 72.069261ms (same as the core: true)
+	// attempt 3 failed: retry=true after 99.792746ms (same as the core: true)
 	// attempt 4 failed: retry=false after 0s (same as the core: true)
 }

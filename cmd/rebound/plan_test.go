@@ -50,8 +50,8 @@ func TestPlanKeyedJitter(t *testing.T) {
 	}
 	golden(t, "plan-keyed.golden", out)
 	for _, row := range []string{
-		"      1  21.16ms  21.16ms  00:00:00.021  ▌\n",
-		"      7   1.935s   5.625s  00:00:05.625  ████████████████████████████████████████\n",
+		"      1  55.41ms  55.41ms  00:00:00.055  █▏\n",
+		"      7   1.971s   4.058s  00:00:04.058  ████████████████████████████████████████\n",
 	} {
 		if !strings.Contains(out, row) {
 			t.Errorf("output lacks the row %q:\n%s", row, out)
