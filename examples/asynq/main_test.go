@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"regexp"
 	"testing"
-	"time"
 
+	"github.com/rebound-go/rebound/internal/exampletest"
 	"github.com/rebound-go/rebound/internal/testenv"
 )
 
@@ -15,21 +13,13 @@ import (
 // succeeded.
 func checkRun(t *testing.T, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	if err := run(ctx, args, &out); err != nil {
-		t.Fatalf("run: %v\n%s", err, &out)
-	}
-	t.Log("\n" + out.String())
-	want := regexp.MustCompile(`(?s)` +
-		`plan: retry after attempt 1 waits .*plan: retry after attempt 2 waits .*` +
-		`attempt 1 at \S+: smtp: 421.*rebound: retry in .*` +
-		`attempt 2 at \S+: smtp: 421.*rebound: retry in .*` +
-		`attempt 3 at \S+: sent to ada@example.com\n$`)
-	if !want.MatchString(out.String()) {
-		t.Errorf("output does not show the plan, two retried failures and a success:\n%s", &out)
-	}
+	out := exampletest.Run(t, run, args...)
+	exampletest.Match(t, out,
+		`plan: retry after attempt 1 waits .*plan: retry after attempt 2 waits .*`+
+			`attempt 1 at \S+: smtp: 421.*rebound: retry in .*`+
+			`attempt 2 at \S+: smtp: 421.*rebound: retry in .*`+
+			`attempt 3 at \S+: sent to ada@example.com\n$`,
+		"the plan, two retried failures and a success")
 }
 
 func TestExample(t *testing.T) { checkRun(t) }
