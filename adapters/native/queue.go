@@ -248,3 +248,12 @@ func parseInt(v any) int64 {
 	}
 	return 0
 }
+
+// replyString reads a string from a script reply without fmt's reflection
+// for the common case: Redis bulk strings arrive as Go strings.
+func replyString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return fmt.Sprint(v)
+}

@@ -384,7 +384,7 @@ func (w *Worker) fetchLoop() {
 		}
 		n := 1
 	more:
-		for n < w.concurrency {
+		for n < min(w.concurrency, reserveBatch) {
 			select {
 			case w.slots <- struct{}{}:
 				n++
@@ -431,6 +431,10 @@ func (w *Worker) fetchLoop() {
 	}
 }
 
+// reserveBatch is the most jobs one reserve call takes (the script's own
+// limit).
+const reserveBatch = 1000
+
 // reserve runs the reserve script for up to n jobs, which come back with
 // their records in the same reply. due is when, by the local clock, the
 // earliest delayed job becomes due (taken as the reply arrives).
@@ -454,8 +458,11 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := 2; i+2 < len(res); i += 3 {
-		id, token := fmt.Sprint(res[i]), fmt.Sprint(res[i+1])
-		rec, rerr := decodeRecord(fmt.Sprint(res[i+2]))
+		id, token := replyString(res[i]), replyString(res[i+1])
+		rec, rerr := decodeRecord(replyString(res[i+2]))
+		if rerr == nil && rec.attempts < 1 {
+			rerr = fmt.Errorf("native: job record is malformed (attempts %d after a reservation), want at least 1", rec.attempts)
+		}
 		if rerr != nil {
 			// Leased but unreadable: renew nothing, so the lease runs out
 			// and the reclaim path fails the attempt.
