@@ -2,6 +2,8 @@ package native
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -55,22 +57,73 @@ func (w *Worker) finisher() {
 	}
 }
 
+// completeHead is how many leading arguments of a complete call are the
+// queue's retention settings; each job adds id, token and metadata.
+const completeHead = 2
+
 func (w *Worker) sendBatch(batch []*finishReq) {
 	ctx := context.Background()
-	if len(batch) == 1 {
-		r := batch[0]
-		res, err := r.script.Run(r.ctx, w.q.rdb, r.keys, r.args...).Slice()
-		r.done <- finishRes{res, err}
-		return
+	// Every complete of the batch goes in one call of the complete script
+	// (it ends each job in turn, as alone); fails go one call each. All
+	// share one round trip.
+	var completes, others []*finishReq
+	for _, r := range batch {
+		if r.script == scriptComplete {
+			completes = append(completes, r)
+		} else {
+			others = append(others, r)
+		}
 	}
-	cmds := make([]*redis.Cmd, len(batch))
+	var cargs []any
+	if len(completes) > 0 {
+		cargs = append(cargs, completes[0].args[:completeHead]...)
+		for _, r := range completes {
+			cargs = append(cargs, r.args[completeHead:]...)
+		}
+	}
+	var ccmd *redis.Cmd
+	cmds := make([]*redis.Cmd, len(others))
 	_, _ = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, r := range batch {
+		if len(completes) > 0 {
+			ccmd = scriptComplete.EvalSha(ctx, p, completes[0].keys, cargs...)
+		}
+		for i, r := range others {
 			cmds[i] = r.script.EvalSha(ctx, p, r.keys, r.args...)
 		}
 		return nil
 	})
-	for i, r := range batch {
+	if ccmd != nil {
+		res, err := ccmd.Slice()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			// First use on this server: Run loads the script.
+			res, err = scriptComplete.Run(completes[0].ctx, w.q.rdb, completes[0].keys, cargs...).Slice()
+		}
+		var rerr redis.Error
+		switch {
+		case err == nil && len(res) == len(completes):
+			for i, r := range completes {
+				out, jerr := jobReply(res[i])
+				r.done <- finishRes{out, jerr}
+			}
+		case len(completes) > 1 && (err == nil || errors.As(err, &rerr)):
+			// A reply that is not one per job, or an error from the
+			// script (say, one unreadable record): send each job alone, so
+			// one job's trouble stays its own. Jobs the batch already
+			// ended answer "already completed with this token".
+			for _, r := range completes {
+				out, jerr := oneReply(scriptComplete.Run(r.ctx, w.q.rdb, r.keys, r.args...).Slice())
+				r.done <- finishRes{out, jerr}
+			}
+		default:
+			if err == nil {
+				err = fmt.Errorf("native: complete returned %d replies for %d jobs", len(res), len(completes))
+			}
+			for _, r := range completes {
+				r.done <- finishRes{nil, err}
+			}
+		}
+	}
+	for i, r := range others {
 		res, err := cmds[i].Slice()
 		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			// First use on this server: Run loads the script.
@@ -88,6 +141,9 @@ func (w *Worker) submit(ctx context.Context, s *redis.Script, keys []string, arg
 	select {
 	case w.finishCh <- r:
 	case <-w.bgStop:
+		if s == scriptComplete {
+			return oneReply(s.Run(ctx, w.q.rdb, keys, args...).Slice())
+		}
 		return s.Run(ctx, w.q.rdb, keys, args...).Slice()
 	}
 	select {

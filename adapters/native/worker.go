@@ -628,7 +628,28 @@ const keepMeta = "-"
 
 // complete runs the complete script directly (not batched).
 func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
-	return scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(id), w.completeArgs(id, token, meta)...).Slice()
+	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(id), w.completeArgs(id, token, meta)...).Slice())
+}
+
+// oneReply unwraps the reply of a complete call that ended one job: the
+// script answers with one reply per job.
+func oneReply(res []any, err error) ([]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(res) != 1 {
+		return nil, fmt.Errorf("native: complete returned %d replies for one job, want 1", len(res))
+	}
+	return jobReply(res[0])
+}
+
+// jobReply reads one job's reply out of a complete call's replies.
+func jobReply(v any) ([]any, error) {
+	r, ok := v.([]any)
+	if !ok || len(r) == 0 {
+		return nil, fmt.Errorf("native: complete returned %v for a job, want {code, ...}", v)
+	}
+	return r, nil
 }
 
 func (w *Worker) completeKeys(id string) []string {
@@ -637,7 +658,7 @@ func (w *Worker) completeKeys(id string) []string {
 }
 
 func (w *Worker) completeArgs(id, token, meta string) []any {
-	return []any{id, token, w.q.keepFor.Milliseconds(), w.q.keepMost, meta}
+	return []any{w.q.keepFor.Milliseconds(), w.q.keepMost, id, token, meta}
 }
 
 // fail runs the fail script directly (not batched).
