@@ -407,3 +407,92 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 }
+
+// An outcome batch sends every complete in one call: each job is checked
+// and stored as if alone, and a script error on one job (an unreadable
+// record) is that job's alone.
+func TestCompleteBatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "batch")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+		for range 5 {
+			if _, err := q.Enqueue(ctx, []byte("p")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, tokens, _, err := w.reserve(5)
+		if err != nil || len(jobs) != 5 {
+			t.Fatalf("reserve(5) = %d jobs, %v; want 5", len(jobs), err)
+		}
+		// Job 2's record becomes unreadable to the scripts.
+		if err := rdb.HSet(ctx, q.keys.jobs, jobs[2].ID, "garbage").Err(); err != nil {
+			t.Fatal(err)
+		}
+		req := func(s *redis.Script, keys []string, args []any) *finishReq {
+			return &finishReq{ctx: ctx, script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+		}
+		batch := []*finishReq{
+			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")),
+			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")), // the same call twice
+			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, "999999", "")),  // a foreign token
+			req(scriptComplete, w.completeKeys(jobs[2].ID), w.completeArgs(jobs[2].ID, tokens[2], "")),
+			req(scriptFail, w.failKeys(jobs[3].ID), failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)),
+			req(scriptComplete, w.completeKeys(jobs[4].ID), w.completeArgs(jobs[4].ID, tokens[4], "")),
+		}
+		w.sendBatch(batch)
+		// 99: an error. Job 0 may answer 0 to its first call too: the
+		// script error sends each job again alone, and job 0 was already
+		// stored by the batch (retried calls are safe by their token).
+		want := []int64{1, 0, -1, 99, 1, 1}
+		for i, r := range batch {
+			out := <-r.done
+			switch {
+			case i == 0 && out.err == nil && parseInt(out.res[0]) == 0:
+			case want[i] == 99:
+				if out.err == nil {
+					t.Errorf("request %d on an unreadable record = %v, want an error", i, out.res)
+				}
+			case out.err != nil:
+				t.Errorf("request %d: %v, want code %d", i, out.err, want[i])
+			case parseInt(out.res[0]) != want[i]:
+				t.Errorf("request %d = %v, want code %d", i, out.res, want[i])
+			}
+		}
+		for _, c := range []struct {
+			i     int
+			state State
+		}{{0, StateCompleted}, {1, StateActive}, {3, StateDelayed}, {4, StateCompleted}} {
+			info, err := q.Job(ctx, jobs[c.i].ID)
+			if err != nil || info.State != c.state {
+				t.Errorf("job %d after the batch: %+v, %v; want state %v", c.i, info, err, c.state)
+			}
+		}
+		// A clean batch: one call ends both jobs, and the repeat of a
+		// call in the same batch is told it was applied.
+		for range 2 {
+			if _, err := q.Enqueue(ctx, []byte("p")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, tokens, _, err = w.reserve(2)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("reserve(2) = %d jobs, %v; want 2", len(jobs), err)
+		}
+		batch = []*finishReq{
+			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")),
+			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, tokens[1], "")),
+			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, tokens[1], "")),
+		}
+		w.sendBatch(batch)
+		for i, want := range []int64{1, 1, 0} {
+			out := <-batch[i].done
+			if out.err != nil || parseInt(out.res[0]) != want {
+				t.Errorf("clean batch request %d = %v, %v; want code %d", i, out.res, out.err, want)
+			}
+		}
+		if n, err := q.Counts(ctx); err != nil || n.Completed != 4 {
+			t.Errorf("counts %+v, %v; want 4 completed", n, err)
+		}
+	})
+}
