@@ -100,7 +100,7 @@ var scenarios = []scenario{
 		anchor: "herd", title: "The herd through a real queue",
 		benches: []string{"BenchmarkHerd"},
 		intro: []string{
-			"10k jobs fail and are retried through the native queue on the real Redis under",
+			"10k jobs fail and are retried through the native queue on a private redis-server under",
 			"`exponential(1s, 10s)` with and without full jitter; each job's failure is its own time",
 			"zero, and the retry's start offset is bucketed in 10 ms over the 1 s window.",
 			"**peak/uniform** is the fullest bucket over the even share (10k / 100 buckets); target",
