@@ -410,15 +410,15 @@ func Example_herd() {
 	// with jitter     jitter(fixed(1s))
 	//
 	// fires after   without jitter   with jitter
-	// 0s-250ms       0               12 ###
-	// 250ms-500ms    0               11 ###
-	// 500ms-750ms    0               10 ###
-	// 750ms-1s      40 ##########     7 ##
+	// 0s-250ms       0               11 ###
+	// 250ms-500ms    0               12 ###
+	// 500ms-750ms    0                8 ##
+	// 750ms-1s      40 ##########     9 ##
 	//
 	//                     without jitter   with jitter
-	// peak per bucket     40 at 750ms-1s   12 at 0s-250ms
+	// peak per bucket     40 at 750ms-1s   12 at 250ms-500ms
 	// peak / mean         4.00x            1.20x
-	// earliest - latest   1s - 1s          59.35ms - 959ms
+	// earliest - latest   1s - 1s          17.85ms - 944ms
 	// mean                10 per bucket: 40 jobs spread evenly over 4 buckets of 250ms
 	//
 	// jitter cuts the peak from 40 to 12 retries per 250ms, 3.3x lower.
