@@ -11,32 +11,82 @@
 -- completed with this token; {-1} the lease is not the caller's (stale
 -- worker); {-2} unknown job.
 local now = math.floor(now_us() / 1000)
+local snow = num(now)
 local out = {}
-local done = 0
+local ids = {}
 for i = 3, #ARGV, 3 do
-  local id, token, meta = ARGV[i], ARGV[i + 1], ARGV[i + 2]
-  local r, refused = lease_check(KEYS[1], KEYS[4], id, token)
-  if refused then
-    out[#out + 1] = refused
-  else
-    redis.call('ZREM', KEYS[2], id)
-    redis.call('HDEL', KEYS[4], id)
-    r.finished, r.ftok = num(now), token
-    if meta ~= '-' then
-      r.meta = meta
-    end
-    redis.call('HSET', KEYS[1], id, rec_encode(r))
-    redis.call('ZADD', KEYS[3], num(now), id)
-    out[#out + 1] = {1, num(now)}
-    done = done + 1
-  end
+  ids[#ids + 1] = ARGV[i]
 end
-if done == 0 then
+if #ids == 0 then
   return out
 end
+-- Records and lease holders for the whole batch in one call each, and the
+-- writes below in one call each: a redis.call costs about as much as the
+-- work it does. A job the batch already ended is answered from ended, as
+-- a call of its own after that one would be.
+local recs = redis.call('HMGET', KEYS[1], unpack(ids))
+local holders = redis.call('HMGET', KEYS[4], unpack(ids))
+local ended = {}
+local done, stored, scored = {}, {}, {}
+for k, id in ipairs(ids) do
+  local token, meta = ARGV[3 * k + 1], ARGV[3 * k + 2]
+  local rec = recs[k]
+  if ended[id] then
+    if ended[id] == token then
+      out[k] = {0}
+    else
+      out[k] = {-1}
+    end
+  elseif not rec then
+    out[k] = {-2}
+  else
+    -- The record's fixed fields lead it, up to the bar; an unreadable one
+    -- is an error of the script (the host then sends each job alone).
+    local bar = string.find(rec, '|', 1, true)
+    local attempts, max, created, _, ftok
+    if bar then
+      attempts, max, created, _, ftok =
+        string.match(string.sub(rec, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*)$')
+    end
+    if not attempts then
+      error('native: unreadable record of job ' .. id)
+    end
+    if holders[k] ~= token then
+      if ftok == token then
+        out[k] = {0}
+      else
+        out[k] = {-1}
+      end
+    else
+      if meta == '-' then
+        -- Only finished and ftok change: swap the fixed fields and keep
+        -- the rest of the record as it is.
+        rec = table.concat({attempts, ',', max, ',', created, ',', snow, ',', token, string.sub(rec, bar)})
+      else
+        local r = rec_decode(rec)
+        r.finished, r.ftok, r.meta = snow, token, meta
+        rec = rec_encode(r)
+      end
+      ended[id] = token
+      done[#done + 1] = id
+      stored[#stored + 1] = id
+      stored[#stored + 1] = rec
+      scored[#scored + 1] = snow
+      scored[#scored + 1] = id
+      out[k] = {1, snow}
+    end
+  end
+end
+if #done == 0 then
+  return out
+end
+redis.call('ZREM', KEYS[2], unpack(done))
+redis.call('HDEL', KEYS[4], unpack(done))
+redis.call('HSET', KEYS[1], unpack(stored))
+redis.call('ZADD', KEYS[3], unpack(scored))
 -- Retention, at most 100 records plus one per job just completed: older
 -- than keepFor, then beyond the count limit, oldest first.
-local most_trim = 100 + done
+local most_trim = 100 + #done
 local old = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. num(now - tonumber(ARGV[1])), 'LIMIT', 0, most_trim)
 local most = tonumber(ARGV[2])
 if #old == 0 and most >= 0 then
