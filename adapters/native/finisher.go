@@ -61,75 +61,79 @@ func (w *Worker) finisher() {
 // queue's retention settings; each job adds id, token and metadata.
 const completeHead = 2
 
+// batchHead is how many leading arguments of a batched script's call are
+// shared by all its jobs; the rest of each request's arguments are its job's.
+func batchHead(s *redis.Script) int {
+	if s == scriptComplete {
+		return completeHead
+	}
+	return 0
+}
+
 func (w *Worker) sendBatch(batch []*finishReq) {
 	ctx := context.Background()
-	// Every complete of the batch goes in one call of the complete script
-	// (it ends each job in turn, as alone); fails go one call each. All
-	// share one round trip.
-	var completes, others []*finishReq
+	// Every complete of the batch goes in one call of the complete script,
+	// and every fail in one call of the fail script (each ends its jobs in
+	// turn, as alone). Both share one round trip.
+	groups := map[*redis.Script][]*finishReq{}
+	var order []*redis.Script
 	for _, r := range batch {
-		if r.script == scriptComplete {
-			completes = append(completes, r)
-		} else {
-			others = append(others, r)
+		if groups[r.script] == nil {
+			order = append(order, r.script)
+		}
+		groups[r.script] = append(groups[r.script], r)
+	}
+	args := make([][]any, len(order))
+	cmds := make([]*redis.Cmd, len(order))
+	for i, s := range order {
+		reqs := groups[s]
+		head := batchHead(s)
+		args[i] = append(args[i], reqs[0].args[:head]...)
+		for _, r := range reqs {
+			args[i] = append(args[i], r.args[head:]...)
 		}
 	}
-	var cargs []any
-	if len(completes) > 0 {
-		cargs = append(cargs, completes[0].args[:completeHead]...)
-		for _, r := range completes {
-			cargs = append(cargs, r.args[completeHead:]...)
-		}
-	}
-	var ccmd *redis.Cmd
-	cmds := make([]*redis.Cmd, len(others))
 	_, _ = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if len(completes) > 0 {
-			ccmd = scriptComplete.EvalSha(ctx, p, completes[0].keys, cargs...)
-		}
-		for i, r := range others {
-			cmds[i] = r.script.EvalSha(ctx, p, r.keys, r.args...)
+		for i, s := range order {
+			cmds[i] = s.EvalSha(ctx, p, groups[s][0].keys, args[i]...)
 		}
 		return nil
 	})
-	if ccmd != nil {
-		res, err := ccmd.Slice()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// First use on this server: Run loads the script.
-			res, err = scriptComplete.Run(completes[0].ctx, w.q.rdb, completes[0].keys, cargs...).Slice()
-		}
-		var rerr redis.Error
-		switch {
-		case err == nil && len(res) == len(completes):
-			for i, r := range completes {
-				out, jerr := jobReply(res[i])
-				r.done <- finishRes{out, jerr}
-			}
-		case len(completes) > 1 && (err == nil || errors.As(err, &rerr)):
-			// A reply that is not one per job, or an error from the
-			// script (say, one unreadable record): send each job alone, so
-			// one job's trouble stays its own. Jobs the batch already
-			// ended answer "already completed with this token".
-			for _, r := range completes {
-				out, jerr := oneReply(scriptComplete.Run(r.ctx, w.q.rdb, r.keys, r.args...).Slice())
-				r.done <- finishRes{out, jerr}
-			}
-		default:
-			if err == nil {
-				err = fmt.Errorf("native: complete returned %d replies for %d jobs", len(res), len(completes))
-			}
-			for _, r := range completes {
-				r.done <- finishRes{nil, err}
-			}
-		}
+	for i, s := range order {
+		w.answer(s, groups[s], args[i], cmds[i])
 	}
-	for i, r := range others {
-		res, err := cmds[i].Slice()
-		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			// First use on this server: Run loads the script.
-			res, err = r.script.Run(r.ctx, w.q.rdb, r.keys, r.args...).Slice()
+}
+
+// answer hands each request of one batched script call its own job's reply.
+func (w *Worker) answer(s *redis.Script, reqs []*finishReq, args []any, cmd *redis.Cmd) {
+	res, err := cmd.Slice()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// First use on this server: Run loads the script.
+		res, err = s.Run(reqs[0].ctx, w.q.rdb, reqs[0].keys, args...).Slice()
+	}
+	var rerr redis.Error
+	switch {
+	case err == nil && len(res) == len(reqs):
+		for i, r := range reqs {
+			out, jerr := jobReply(res[i])
+			r.done <- finishRes{out, jerr}
 		}
-		r.done <- finishRes{res, err}
+	case len(reqs) > 1 && (err == nil || errors.As(err, &rerr)):
+		// A reply that is not one per job, or an error from the script
+		// (say, one unreadable record): send each job alone, so one job's
+		// trouble stays its own. Jobs the batch already ended answer
+		// "already finished with this token".
+		for _, r := range reqs {
+			out, jerr := oneReply(s.Run(r.ctx, w.q.rdb, r.keys, r.args...).Slice())
+			r.done <- finishRes{out, jerr}
+		}
+	default:
+		if err == nil {
+			err = fmt.Errorf("native: outcome script returned %d replies for %d jobs", len(res), len(reqs))
+		}
+		for _, r := range reqs {
+			r.done <- finishRes{nil, err}
+		}
 	}
 }
 
@@ -141,10 +145,7 @@ func (w *Worker) submit(ctx context.Context, s *redis.Script, keys []string, arg
 	select {
 	case w.finishCh <- r:
 	case <-w.bgStop:
-		if s == scriptComplete {
-			return oneReply(s.Run(ctx, w.q.rdb, keys, args...).Slice())
-		}
-		return s.Run(ctx, w.q.rdb, keys, args...).Slice()
+		return oneReply(s.Run(ctx, w.q.rdb, keys, args...).Slice())
 	}
 	select {
 	case out := <-r.done:

@@ -26,8 +26,8 @@ func TestScriptsCarryOnlyTheHelpersTheyUse(t *testing.T) {
 		name      string
 		has, lack []string
 	}{
-		{scriptSource("reserve"), "reserve", []string{"num", "now_us", "promote_due", "next_due", "wake"}, []string{"rec_decode", "lease_check", "schedule"}},
-		{scriptSource("fail"), "fail", []string{"lease_check", "rec_get", "rec_decode", "rec_encode", "schedule", "delayed_score", "wake", "fire_ms"}, []string{"promote_due", "next_due"}},
+		{scriptSource("reserve"), "reserve", []string{"num", "now_us", "promote_due", "next_due", "wake"}, []string{"rec_decode", "schedule"}},
+		{scriptSource("fail"), "fail", []string{"rec_decode", "rec_encode", "schedule_all", "delayed_score", "wake", "fire_ms"}, []string{"promote_due", "next_due", "schedule"}},
 		{scriptSource("extend"), "extend", []string{"num", "now_us"}, []string{"rec_decode", "wake"}},
 	}
 	for _, c := range cases {

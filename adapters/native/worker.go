@@ -631,23 +631,23 @@ func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, e
 	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(id), w.completeArgs(id, token, meta)...).Slice())
 }
 
-// oneReply unwraps the reply of a complete call that ended one job: the
-// script answers with one reply per job.
+// oneReply unwraps the reply of a complete or fail call that ended one
+// job: the scripts answer with one reply per job.
 func oneReply(res []any, err error) ([]any, error) {
 	if err != nil {
 		return nil, err
 	}
 	if len(res) != 1 {
-		return nil, fmt.Errorf("native: complete returned %d replies for one job, want 1", len(res))
+		return nil, fmt.Errorf("native: outcome script returned %d replies for one job, want 1", len(res))
 	}
 	return jobReply(res[0])
 }
 
-// jobReply reads one job's reply out of a complete call's replies.
+// jobReply reads one job's reply out of a complete or fail call's replies.
 func jobReply(v any) ([]any, error) {
 	r, ok := v.([]any)
 	if !ok || len(r) == 0 {
-		return nil, fmt.Errorf("native: complete returned %v for a job, want {code, ...}", v)
+		return nil, fmt.Errorf("native: outcome script returned %v for a job, want {code, ...}", v)
 	}
 	return r, nil
 }
@@ -663,7 +663,7 @@ func (w *Worker) completeArgs(id, token, meta string) []any {
 
 // fail runs the fail script directly (not batched).
 func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) ([]any, error) {
-	return scriptFail.Run(ctx, w.q.rdb, w.failKeys(id), failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice()
+	return oneReply(scriptFail.Run(ctx, w.q.rdb, w.failKeys(id), failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice())
 }
 
 func (w *Worker) failKeys(id string) []string {

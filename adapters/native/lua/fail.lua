@@ -1,41 +1,97 @@
--- fail: ends a failed attempt, if the caller still holds the job's lease.
--- The attempts check, the error, and the move to the delayed set (retry)
--- or the failed set (exhausted or permanent) happen in this one step. The
--- delay is the literal one the host computed; no curve is computed here.
+-- fail: ends failed attempts, each only if the caller still holds the job's
+-- lease. The attempts check, the error, and the move to the delayed set
+-- (retry) or the failed set (exhausted or permanent) happen in this one
+-- step. The delay is the literal one the host computed; no curve is
+-- computed here. One call may end many jobs (a worker sends the outcomes
+-- that arrive together in one call); each is checked and stored in turn,
+-- exactly as if it had been sent alone.
 -- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 leases, 6 marker, 7 counter
--- ARGV: 1 id, 2 lease token, 3 delay (microseconds), 4 permanent (1/0),
---       5 max attempts, 6 error text, 7 metadata (JSON; "-" keeps the stored
---       one), 8 reclaim (1: only if the lease has expired)
--- Returns {1, attempts, fire_ms} retried; {2, attempts, finished_ms} failed;
--- {0} already finished with this token; {-1} stale lease; {-2} unknown job;
--- {-3} reclaim refused, the lease is still live.
-local r, refused = lease_check(KEYS[1], KEYS[5], ARGV[1], ARGV[2])
-if refused then
-  return refused
-end
+-- ARGV: for each job: id, lease token, delay (microseconds), permanent
+--       (1/0), max attempts, error text, metadata (JSON; "-" keeps the
+--       stored one), reclaim (1: only if the lease has expired)
+-- Returns one reply per job, in order: {1, attempts, fire_ms} retried;
+-- {2, attempts, finished_ms} failed; {0} already finished with this token;
+-- {-1} stale lease; {-2} unknown job; {-3} reclaim refused, the lease is
+-- still live.
 local us = now_us()
 local now = math.floor(us / 1000)
-local id = ARGV[1]
-if ARGV[8] == '1' then
-  local deadline = redis.call('ZSCORE', KEYS[2], id)
-  if deadline and tonumber(deadline) > now then
-    return {-3}
+local snow = num(now)
+local out = {}
+local ids = {}
+for i = 1, #ARGV, 8 do
+  ids[#ids + 1] = ARGV[i]
+end
+if #ids == 0 then
+  return out
+end
+-- Records and lease holders for the whole batch in one call each, and the
+-- writes below in one call each: a redis.call costs about as much as the
+-- work it does. A job the batch already ended is answered from ended, as
+-- a call of its own after that one would be.
+local recs = redis.call('HMGET', KEYS[1], unpack(ids))
+local holders = redis.call('HMGET', KEYS[5], unpack(ids))
+local ended = {}
+local done, stored, failed, retried = {}, {}, {}, {}
+for k, id in ipairs(ids) do
+  local a = 8 * (k - 1)
+  local token = ARGV[a + 2]
+  local rec = recs[k]
+  if ended[id] then
+    if ended[id] == token then
+      out[k] = {0}
+    else
+      out[k] = {-1}
+    end
+  elseif not rec then
+    out[k] = {-2}
+  else
+    local r = rec_decode(rec)
+    local live = false
+    if holders[k] == token and ARGV[a + 8] == '1' then
+      local deadline = redis.call('ZSCORE', KEYS[2], id)
+      live = deadline and tonumber(deadline) > now
+    end
+    if holders[k] ~= token then
+      if r.ftok == token then
+        out[k] = {0}
+      else
+        out[k] = {-1}
+      end
+    elseif live then
+      out[k] = {-3}
+    else
+      local attempts = tonumber(r.attempts)
+      r.err, r.ftok = ARGV[a + 6], token
+      if ARGV[a + 7] ~= '-' then
+        r.meta = ARGV[a + 7]
+      end
+      if ARGV[a + 4] == '1' or attempts >= tonumber(ARGV[a + 5]) then
+        r.finished = snow
+        failed[#failed + 1] = snow
+        failed[#failed + 1] = id
+        out[k] = {2, attempts, snow}
+      else
+        local fire = fire_ms(us, tonumber(ARGV[a + 3]))
+        retried[#retried + 1] = {id, fire}
+        out[k] = {1, attempts, num(fire)}
+      end
+      ended[id] = token
+      done[#done + 1] = id
+      stored[#stored + 1] = id
+      stored[#stored + 1] = rec_encode(r)
+    end
   end
 end
-local attempts = tonumber(r.attempts)
-redis.call('ZREM', KEYS[2], id)
-redis.call('HDEL', KEYS[5], id)
-r.err, r.ftok = ARGV[6], ARGV[2]
-if ARGV[7] ~= '-' then
-  r.meta = ARGV[7]
+if #done == 0 then
+  return out
 end
-if ARGV[4] == '1' or attempts >= tonumber(ARGV[5]) then
-  r.finished = num(now)
-  redis.call('HSET', KEYS[1], id, rec_encode(r))
-  redis.call('ZADD', KEYS[4], num(now), id)
-  return {2, attempts, num(now)}
+redis.call('ZREM', KEYS[2], unpack(done))
+redis.call('HDEL', KEYS[5], unpack(done))
+redis.call('HSET', KEYS[1], unpack(stored))
+if #failed > 0 then
+  redis.call('ZADD', KEYS[4], unpack(failed))
 end
-redis.call('HSET', KEYS[1], id, rec_encode(r))
-local fire = fire_ms(us, tonumber(ARGV[3]))
-schedule(KEYS[3], KEYS[7], KEYS[6], id, fire)
-return {1, attempts, num(fire)}
+if #retried > 0 then
+  schedule_all(KEYS[3], KEYS[7], KEYS[6], retried)
+end
+return out

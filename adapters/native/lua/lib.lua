@@ -13,13 +13,6 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- The delayed score: fire time in ms times 0x1000, plus a sequence number
--- that keeps jobs due in the same millisecond in FIFO order.
-local function delayed_score(fire_ms, counter_key)
-  local seq = redis.call('INCR', counter_key) % 4096
-  return fire_ms * 4096 + seq
-end
-
 -- The fire time, in ms, of a delay given in microseconds: now plus the
 -- delay, rounded up to the next whole millisecond, so a job never becomes due
 -- before now + delay and is late by less than a millisecond.
@@ -52,13 +45,40 @@ local function wake(marker_key)
   redis.call('ZADD', marker_key, 0, 'w')
 end
 
+-- The delayed score: fire time in ms times 0x1000, plus a sequence number
+-- (taken from counter_key) that keeps jobs due in the same millisecond in
+-- FIFO order.
+local function delayed_score(fire_ms, seq)
+  return num(fire_ms * 4096 + seq % 4096)
+end
+
 -- Adds id to the delayed set at fire_ms and wakes an idle worker only when
 -- the job is now the earliest due: an idle worker already has a timer for
 -- the earliest fire time, and learns the next one when that timer fires.
 local function schedule(delayed_key, counter_key, marker_key, id, fire)
-  redis.call('ZADD', delayed_key, num(delayed_score(fire, counter_key)), id)
+  local seq = redis.call('INCR', counter_key)
+  redis.call('ZADD', delayed_key, delayed_score(fire, seq), id)
   local head = redis.call('ZRANGE', delayed_key, 0, 0)
   if head[1] == id then
+    wake(marker_key)
+  end
+end
+
+-- schedule for many jobs at once: jobs is a list of {id, fire_ms}, added in
+-- order with one INCRBY and one ZADD. The wake-up is the same as that of
+-- scheduling each in turn: some job of the list was the earliest due right
+-- after its own add exactly when one of them is the earliest due at the end.
+local function schedule_all(delayed_key, counter_key, marker_key, jobs)
+  local first = redis.call('INCRBY', counter_key, #jobs) - #jobs
+  local args, mine = {}, {}
+  for i, j in ipairs(jobs) do
+    args[#args + 1] = delayed_score(j[2], first + i)
+    args[#args + 1] = j[1]
+    mine[j[1]] = true
+  end
+  redis.call('ZADD', delayed_key, unpack(args))
+  local head = redis.call('ZRANGE', delayed_key, 0, 0)
+  if head[1] and mine[head[1]] then
     wake(marker_key)
   end
 end
@@ -90,31 +110,4 @@ end
 local function rec_encode(r)
   return table.concat({r.attempts, ',', r.max, ',', r.created, ',', r.finished, ',', r.ftok, '|',
     #r.name, ':', r.name, #r.meta, ':', r.meta, #r.err, ':', r.err, r.payload})
-end
-
--- Reads job id's record from the jobs hash, or nil.
-local function rec_get(jobs_key, id)
-  local s = redis.call('HGET', jobs_key, id)
-  if not s then
-    return nil
-  end
-  return rec_decode(s)
-end
-
--- Checks the caller's lease token. Returns the job's record when it holds
--- the lease; otherwise nil and the reply the script must return: unknown
--- job, already finished with this very token (a retried call whose first
--- reply was lost), or stale.
-local function lease_check(jobs_key, leases_key, id, token)
-  local r = rec_get(jobs_key, id)
-  if not r then
-    return nil, {-2}
-  end
-  if redis.call('HGET', leases_key, id) == token then
-    return r, nil
-  end
-  if r.ftok == token then
-    return nil, {0}
-  end
-  return nil, {-1}
 end
