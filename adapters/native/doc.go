@@ -70,8 +70,9 @@
 // KEYS and every input in ARGV, and is run by SHA: enqueue, reserve (promote
 // due jobs, then lease up to N with one call per command for the batch),
 // complete (one call for every success in a batch of outcomes, each job
-// checked and stored in turn as if alone), fail (attempts check, counter,
-// error, move to delayed or failed), promote (the due sweep), reclaim (list
+// checked and stored in turn as if alone), fail (the same batching for
+// failed attempts: attempts check, counter, error, move to delayed or
+// failed), promote (the due sweep), reclaim (list
 // expired leases; each is then failed with a delay the host computed) and
 // extend (renew leases).
 //

@@ -496,3 +496,64 @@ func TestCompleteBatch(t *testing.T) {
 		}
 	})
 }
+
+// An outcome batch sends every fail in one call: each job is checked and
+// stored as if alone (a repeat, a foreign token, an unknown job, a retry,
+// an exhausted job, a permanent error), and a complete that keeps the stored
+// metadata keeps it.
+func TestFailBatch(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "failbatch")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+		for i := range 5 {
+			opts := []EnqueueOption{WithMetadata(map[string]string{"k": "v"})}
+			if i == 2 {
+				opts = append(opts, WithMaxAttempts(1))
+			}
+			if _, err := q.Enqueue(ctx, []byte("p"), opts...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, tokens, _, err := w.reserve(5)
+		if err != nil || len(jobs) != 5 {
+			t.Fatalf("reserve(5) = %d jobs, %v; want 5", len(jobs), err)
+		}
+		req := func(s *redis.Script, keys []string, args []any) *finishReq {
+			return &finishReq{ctx: ctx, script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+		}
+		retry := backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: time.Hour}
+		batch := []*finishReq{
+			req(scriptFail, w.failKeys(jobs[0].ID), failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)),
+			req(scriptFail, w.failKeys(jobs[0].ID), failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)), // the same call twice
+			req(scriptFail, w.failKeys(jobs[1].ID), failArgs(jobs[1].ID, "999999", retry, 3, "x", keepMeta, false)),      // a foreign token
+			req(scriptFail, w.failKeys("nope"), failArgs("nope", "1", retry, 3, "x", keepMeta, false)),                   // an unknown job
+			req(scriptFail, w.failKeys(jobs[2].ID), failArgs(jobs[2].ID, tokens[2], retry, 1, "last", keepMeta, false)),
+			req(scriptFail, w.failKeys(jobs[3].ID), failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomePermanent}, 3, "perm", keepMeta, false)),
+			req(scriptComplete, w.completeKeys(jobs[4].ID), w.completeArgs(jobs[4].ID, tokens[4], keepMeta)),
+		}
+		w.sendBatch(batch)
+		for i, want := range []int64{1, 0, -1, -2, 2, 2, 1} {
+			out := <-batch[i].done
+			if out.err != nil || parseInt(out.res[0]) != want {
+				t.Errorf("request %d = %v, %v; want code %d", i, out.res, out.err, want)
+			}
+		}
+		for _, c := range []struct {
+			i       int
+			state   State
+			lastErr string
+		}{{0, StateDelayed, "first"}, {1, StateActive, ""}, {2, StateFailed, "last"}, {3, StateFailed, "perm"}, {4, StateCompleted, ""}} {
+			info, err := q.Job(ctx, jobs[c.i].ID)
+			switch {
+			case err != nil:
+				t.Errorf("job %d after the batch: %v", c.i, err)
+			case info.State != c.state || info.LastError != c.lastErr || info.Metadata["k"] != "v":
+				t.Errorf("job %d after the batch: %+v; want state %v, last error %q, metadata kept", c.i, info, c.state, c.lastErr)
+			}
+		}
+		if info, err := q.Job(ctx, jobs[0].ID); err == nil && info.NextFireAt.Before(time.Now().Add(59*time.Minute)) {
+			t.Errorf("job 0 due at %v, want about an hour from now", info.NextFireAt)
+		}
+	})
+}
