@@ -13,19 +13,13 @@
 local now = math.floor(now_us() / 1000)
 local snow = num(now)
 local out = {}
-local ids = {}
-for i = 3, #ARGV, 3 do
-  ids[#ids + 1] = ARGV[i]
-end
+local ids, recs, holders = batch_read(KEYS[1], KEYS[4], 3, 3)
 if #ids == 0 then
   return out
 end
--- Records and lease holders for the whole batch in one call each, and the
--- writes below in one call each: a redis.call costs about as much as the
--- work it does. A job the batch already ended is answered from ended, as
--- a call of its own after that one would be.
-local recs = redis.call('HMGET', KEYS[1], unpack(ids))
-local holders = redis.call('HMGET', KEYS[4], unpack(ids))
+-- The writes below are one call each for the whole batch. A job the batch
+-- already ended is answered from ended, as a call of its own after that
+-- one would be.
 local ended = {}
 local done, stored, scored = {}, {}, {}
 for k, id in ipairs(ids) do

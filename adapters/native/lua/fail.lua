@@ -17,19 +17,13 @@ local us = now_us()
 local now = math.floor(us / 1000)
 local snow = num(now)
 local out = {}
-local ids = {}
-for i = 1, #ARGV, 8 do
-  ids[#ids + 1] = ARGV[i]
-end
+local ids, recs, holders = batch_read(KEYS[1], KEYS[5], 1, 8)
 if #ids == 0 then
   return out
 end
--- Records and lease holders for the whole batch in one call each, and the
--- writes below in one call each: a redis.call costs about as much as the
--- work it does. A job the batch already ended is answered from ended, as
--- a call of its own after that one would be.
-local recs = redis.call('HMGET', KEYS[1], unpack(ids))
-local holders = redis.call('HMGET', KEYS[5], unpack(ids))
+-- The writes below are one call each for the whole batch. A job the batch
+-- already ended is answered from ended, as a call of its own after that
+-- one would be.
 local ended = {}
 local done, stored, failed, retried = {}, {}, {}, {}
 for k, id in ipairs(ids) do
