@@ -181,7 +181,10 @@ func TestGracefulShutdown(t *testing.T) {
 // exactly once.
 func TestRedisOutage(t *testing.T) {
 	m := miniredis.RunT(t)
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
+	// One dial per try: go-redis otherwise retries a refused dial 5 times,
+	// 100ms apart, inside one command, which would hide the outage.
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1, DialTimeout: 100 * time.Millisecond,
+		DialerRetries: 1, DialerRetryTimeout: time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	q := newQueue(t, rdb, "rbt", "outage")
 	var mu sync.Mutex
