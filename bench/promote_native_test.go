@@ -15,7 +15,7 @@ const promoteJobs = 100_000
 // BenchmarkPromotion measures the native due-sweep: promoteJobs jobs sit in
 // the delayed set, all due, with no worker running; the timed part calls
 // Queue.Promote (the same Lua sweep a worker runs before each fetch, up to
-// 1000 jobs a call) until every job is on the wait list. promoted/s is jobs
+// 1000 jobs a call) until every job is on the due list. promoted/s is jobs
 // over that time.
 func BenchmarkPromotion(b *testing.B) {
 	b.Run("native", func(b *testing.B) {

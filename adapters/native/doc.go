@@ -43,7 +43,8 @@
 // Every key of a queue shares one Cluster hash tag, so a queue lives in one
 // slot ('{', '}' and '%' in the queue name are percent-encoded in the tag):
 //
-//	<prefix>:{<queue>}:wait       LIST  job IDs ready to run, oldest first
+//	<prefix>:{<queue>}:wait       LIST  job IDs enqueued to run at once, oldest first
+//	<prefix>:{<queue>}:due        LIST  job IDs whose delay has passed, run before wait
 //	<prefix>:{<queue>}:active     ZSET  running jobs, scored by lease deadline (ms)
 //	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000+seq
 //	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms)

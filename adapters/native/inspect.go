@@ -13,7 +13,8 @@ import (
 type State int
 
 const (
-	// StateWaiting means the job waits in the wait list for a free worker.
+	// StateWaiting means the job waits for a free worker: on the wait list
+	// (enqueued to run at once) or the due list (its delay has passed).
 	StateWaiting State = iota + 1
 	// StateActive means a worker holds the job's lease and runs it.
 	StateActive
@@ -147,9 +148,10 @@ type Counts struct {
 // counts the jobs still within retention.
 func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 	k := q.keys
-	var w, a, d, c, f *redis.IntCmd
+	var w, u, a, d, c, f *redis.IntCmd
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		w = p.LLen(ctx, k.wait)
+		u = p.LLen(ctx, k.due)
 		a = p.ZCard(ctx, k.active)
 		d = p.ZCard(ctx, k.delayed)
 		c = p.ZCard(ctx, k.completed)
@@ -159,15 +161,16 @@ func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 	if err != nil {
 		return Counts{}, fmt.Errorf("native: count jobs on queue %q: %w", q.name, err)
 	}
-	return Counts{Waiting: w.Val(), Active: a.Val(), Delayed: d.Val(), Completed: c.Val(), Failed: f.Val()}, nil
+	return Counts{Waiting: w.Val() + u.Val(), Active: a.Val(), Delayed: d.Val(), Completed: c.Val(), Failed: f.Val()}, nil
 }
 
-// Promote moves every due delayed job (up to 1000 per call) to the wait
-// list and returns how many moved. Workers do this on every fetch; Promote
+// Promote moves every due delayed job (up to 1000 per call) to the due
+// list, where workers take it ahead of the wait list, and returns how many
+// moved. Workers do this on every fetch; Promote
 // is for tools and tests that want the sweep without a worker.
 func (q *Queue) Promote(ctx context.Context) (int, error) {
 	k := q.keys
-	res, err := scriptPromote.Run(ctx, q.rdb, []string{k.delayed, k.wait, k.marker}).Slice()
+	res, err := scriptPromote.Run(ctx, q.rdb, []string{k.delayed, k.due, k.marker}).Slice()
 	if err != nil {
 		return 0, fmt.Errorf("native: promote on queue %q: %w", q.name, err)
 	}

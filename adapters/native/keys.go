@@ -10,7 +10,8 @@ import (
 // all of its keys.
 type keys struct {
 	base      string // "<prefix>:{<queue>}:"
-	wait      string // LIST of job IDs, run front to back
+	wait      string // LIST of job IDs enqueued to run at once, run front to back
+	due       string // LIST of job IDs promoted from delayed, run before wait
 	active    string // ZSET id -> lease deadline (ms, server clock)
 	delayed   string // ZSET id -> fire_ms*0x1000 + seq
 	failed    string // ZSET id -> finish time (ms)
@@ -26,6 +27,7 @@ func newKeys(prefix, queue string) keys {
 	return keys{
 		base:      base,
 		wait:      base + "wait",
+		due:       base + "due",
 		active:    base + "active",
 		delayed:   base + "delayed",
 		failed:    base + "failed",

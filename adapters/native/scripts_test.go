@@ -248,16 +248,65 @@ func checkFIFO(t *testing.T, rdb redis.UniversalClient, prefix string, advance f
 	if _, err := q.Promote(ctx); err != nil {
 		t.Fatal(err)
 	}
-	got, err := rdb.LRange(ctx, q.keys.wait, 0, -1).Result()
+	got, err := rdb.LRange(ctx, q.keys.due, 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("wait list after promotion is not in enqueue order:\n got %v\nwant %v", got, want)
+		t.Fatalf("due list after promotion is not in enqueue order:\n got %v\nwant %v", got, want)
 	}
 	t.Logf("%d jobs, at most %d sharing one fire millisecond", n, shared)
 	if shared < 2 {
 		t.Logf("no two jobs shared a millisecond on this run; order held anyway")
+	}
+}
+
+// A job whose delay has passed (a retry, or a first run enqueued with a
+// delay) is reserved before jobs enqueued to run at once, however many of
+// those wait: its lateness is bounded by the workers' capacity, not by the
+// backlog. Due jobs keep their fire-time order among themselves, and fresh
+// jobs theirs.
+func TestDueJobsRunBeforeTheWaitList(t *testing.T) {
+	m := miniredis.RunT(t)
+	m.SetTime(time.UnixMilli(1_800_000_000_000))
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	q := newQueue(t, rdb, "rbt", "duefirst")
+	w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+	for i := range 5 {
+		if _, err := q.Enqueue(ctx, nil, WithID(fmt.Sprintf("fresh-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, d := range []time.Duration{30 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
+		if _, err := q.Enqueue(ctx, nil, WithID(fmt.Sprintf("delayed-%d", i)), WithDelay(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	take := func(n int) {
+		t.Helper()
+		jobs, _, _, err := w.reserve(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			got = append(got, j.ID)
+		}
+	}
+	take(2) // nothing due yet: the wait list's first two
+	m.SetTime(time.UnixMilli(1_800_000_000_000 + 25))
+	take(1) // delayed-1 and delayed-2 are due; the earliest goes first
+	if c, err := q.Counts(ctx); err != nil || c.Waiting != 4 || c.Delayed != 1 {
+		t.Fatalf("counts %+v, %v; want 4 waiting (3 fresh, 1 due) and 1 delayed", c, err)
+	}
+	take(3) // delayed-2, then the wait list resumes
+	m.SetTime(time.UnixMilli(1_800_000_000_000 + 40))
+	take(5) // delayed-0, then what is left of the wait list
+	want := "fresh-0,fresh-1,delayed-1,delayed-2,fresh-2,fresh-3,delayed-0,fresh-4"
+	if strings.Join(got, ",") != want {
+		t.Fatalf("reserved in order\n %s\nwant\n %s", strings.Join(got, ","), want)
 	}
 }
 
@@ -271,7 +320,7 @@ func TestQueueNamesWithBracesAndColons(t *testing.T) {
 			qs[name] = q
 			k := q.keys
 			tag := hashTag(k.wait)
-			for _, key := range []string{k.active, k.delayed, k.failed, k.completed, k.jobs, k.leases, k.marker, k.counter} {
+			for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.jobs, k.leases, k.marker, k.counter} {
 				if hashTag(key) != tag {
 					t.Errorf("queue %q: key %q has hash tag %q, want %q like its wait list", name, key, hashTag(key), tag)
 				}

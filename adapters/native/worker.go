@@ -441,7 +441,7 @@ const reserveBatch = 1000
 func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	k := w.q.keys
 	res, err := scriptReserve.Run(context.Background(), w.q.rdb,
-		[]string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.leases, k.counter},
+		[]string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.leases, k.counter, k.due},
 		n, w.lease.Milliseconds()).Slice()
 	if err != nil {
 		return nil, nil, time.Time{}, err

@@ -20,13 +20,13 @@ local function fire_ms(us, delay_us)
   return math.floor((us + delay_us + 999) / 1000)
 end
 
--- Moves up to 1000 due jobs from the delayed set to the back of the wait
+-- Moves up to 1000 due jobs from the delayed set to the back of the due
 -- list, oldest fire time first. Returns how many moved.
-local function promote_due(delayed_key, wait_key, now_ms)
+local function promote_due(delayed_key, due_key, now_ms)
   local due = redis.call('ZRANGEBYSCORE', delayed_key, 0, num((now_ms + 1) * 4096 - 1), 'LIMIT', 0, 1000)
   if #due > 0 then
     redis.call('ZREM', delayed_key, unpack(due))
-    redis.call('RPUSH', wait_key, unpack(due))
+    redis.call('RPUSH', due_key, unpack(due))
   end
   return #due
 end

@@ -1,6 +1,6 @@
 -- promote: the due-sweep on its own, for callers that want due jobs moved to
--- the wait list without reserving any (reserve runs the same sweep first).
--- KEYS: 1 delayed, 2 wait, 3 marker
+-- the due list without reserving any (reserve runs the same sweep first).
+-- KEYS: 1 delayed, 2 due, 3 marker
 -- Returns {moved, next_due_ms or -1}.
 local now = math.floor(now_us() / 1000)
 local moved = promote_due(KEYS[1], KEYS[2], now)
