@@ -89,7 +89,7 @@ func (w *Worker) renewLoop() {
 		for lo := 1; lo < len(args); lo += chunk {
 			hi := min(lo+chunk, len(args))
 			batch := append([]any{args[0]}, args[lo:hi]...)
-			res, err := scriptExtend.Run(context.Background(), w.q.rdb, []string{k.active, k.leases}, batch...).Slice()
+			res, err := scriptExtend.Run(context.Background(), w.q.rdb, []string{k.active, k.jobs}, batch...).Slice()
 			if err != nil {
 				w.report(fmt.Errorf("native: renew leases on queue %q: %w", w.q.name, err))
 				break
@@ -140,7 +140,7 @@ func (w *Worker) reclaimLoop() {
 // found.
 func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
 	k := w.q.keys
-	res, err := scriptReclaim.Run(ctx, w.q.rdb, []string{k.active, k.leases, k.jobs}, limit).Slice()
+	res, err := scriptReclaim.Run(ctx, w.q.rdb, []string{k.active, k.jobs}, limit).Slice()
 	if err != nil {
 		return 0, err
 	}

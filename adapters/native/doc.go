@@ -50,16 +50,17 @@
 //	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms)
 //	<prefix>:{<queue>}:completed  ZSET  completed jobs, scored by finish time, trimmed by retention
 //	<prefix>:{<queue>}:jobs       HASH  job ID -> the job's record, one packed string
-//	<prefix>:{<queue>}:leases     HASH  job ID -> token of the current reservation
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
 //	<prefix>:{<queue>}:counter    STRING lease tokens and the delayed sequence
 //
 // A job has no key of its own: its record is one field of the jobs hash,
-// holding attempts started, its own cap, created and finished times, the
-// token of the reservation that last finished it, then its name, metadata
-// and last error (each length-prefixed) and the payload. A job waiting for
-// its retry therefore costs one hash entry and one delayed-set entry, and
-// every script reaches every job through a key in KEYS.
+// holding attempts started, the token of the reservation that holds its
+// lease (empty while no attempt runs), its own cap, created and finished
+// times, the token of the reservation that last finished it, then its last
+// error, metadata and name (each length-prefixed) and the payload. A job
+// waiting for its retry therefore costs one hash entry and one delayed-set
+// entry, a running one a hash entry and an active-set entry, and every
+// script reaches every job through a key in KEYS.
 //
 // The delayed score keeps jobs due in the same millisecond in FIFO order;
 // fire times come from the server's TIME, rounded up to the millisecond so a

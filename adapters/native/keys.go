@@ -17,7 +17,6 @@ type keys struct {
 	failed    string // ZSET id -> finish time (ms)
 	completed string // ZSET id -> finish time (ms), trimmed by retention
 	jobs      string // HASH id -> the job's packed record (record.go)
-	leases    string // HASH id -> token of the current reservation
 	marker    string // ZSET wake-up marker idle workers block on
 	counter   string // STRING counter: lease tokens and delayed sequence
 }
@@ -33,7 +32,6 @@ func newKeys(prefix, queue string) keys {
 		failed:    base + "failed",
 		completed: base + "completed",
 		jobs:      base + "jobs",
-		leases:    base + "leases",
 		marker:    base + "marker",
 		counter:   base + "counter",
 	}

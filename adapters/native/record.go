@@ -11,12 +11,13 @@ import (
 // its own and entries in per-queue side hashes. The layout (shared with
 // lua/lib.lua) is
 //
-//	<attempts>,<max>,<created>,<finished>,<ftok>|<n>:<name><n>:<meta><n>:<err><payload>
+//	<attempts>,<tok>,<max>,<created>,<finished>,<ftok>|<n>:<err><n>:<meta><n>:<name><payload>
 //
 // with the three strings prefixed by their byte length and the payload
 // taking the rest, so no byte of any field needs escaping.
 type record struct {
 	attempts int    // attempts started
+	tok      string // token of the reservation holding the lease, "" when none
 	max      int    // the job's own cap, 0: the worker's rule
 	created  int64  // server ms
 	finished int64  // server ms, 0 until the job completed or failed for good
@@ -31,22 +32,23 @@ type record struct {
 func decodeRecord(s string) (record, error) {
 	var r record
 	bad := func(what string) (record, error) {
-		return record{}, fmt.Errorf("native: job record is malformed (%s), want <attempts>,<max>,<created>,<finished>,<ftok>|<n>:<name><n>:<meta><n>:<err><payload>", what)
+		return record{}, fmt.Errorf("native: job record is malformed (%s), want <attempts>,<tok>,<max>,<created>,<finished>,<ftok>|<n>:<err><n>:<meta><n>:<name><payload>", what)
 	}
 	head, rest, ok := strings.Cut(s, "|")
 	if !ok {
 		return bad("no '|'")
 	}
 	f := strings.Split(head, ",")
-	if len(f) != 5 {
+	if len(f) != 6 {
 		return bad("header has " + strconv.Itoa(len(f)) + " fields")
 	}
 	r.attempts = int(parseInt(f[0]))
-	r.max = int(parseInt(f[1]))
-	r.created = parseInt(f[2])
-	r.finished = parseInt(f[3])
-	r.ftok = f[4]
-	for _, dst := range []*string{&r.name, &r.meta, &r.err} {
+	r.tok = f[1]
+	r.max = int(parseInt(f[2]))
+	r.created = parseInt(f[3])
+	r.finished = parseInt(f[4])
+	r.ftok = f[5]
+	for _, dst := range []*string{&r.err, &r.meta, &r.name} {
 		ns, tail, ok := strings.Cut(rest, ":")
 		n, err := strconv.Atoi(ns)
 		if !ok || err != nil || n < 0 || n > len(tail) {

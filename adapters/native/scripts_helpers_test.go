@@ -27,7 +27,7 @@ func TestScriptsCarryOnlyTheHelpersTheyUse(t *testing.T) {
 		has, lack []string
 	}{
 		{scriptSource("reserve"), "reserve", []string{"num", "now_us", "promote_due", "next_due", "wake"}, []string{"rec_decode", "schedule"}},
-		{scriptSource("fail"), "fail", []string{"rec_decode", "rec_encode", "schedule_all", "delayed_score", "wake", "fire_ms"}, []string{"promote_due", "next_due", "schedule"}},
+		{scriptSource("fail"), "fail", []string{"rec_after_err", "schedule_all", "delayed_score", "wake", "fire_ms"}, []string{"rec_decode", "rec_encode", "promote_due", "next_due", "schedule"}},
 		{scriptSource("extend"), "extend", []string{"num", "now_us"}, []string{"rec_decode", "wake"}},
 	}
 	for _, c := range cases {

@@ -140,7 +140,7 @@ func TestStaleWorkerAfterReclaim(t *testing.T) {
 		if c := (tc{t}).code(w.complete(ctx, id, oldTok+"x", "")); c != -1 {
 			t.Errorf("stale complete = %d, want -1", c)
 		}
-		if res, err := scriptExtend.Run(ctx, rdb, []string{q.keys.active, q.keys.leases}, 1000, id, oldTok).Slice(); err != nil || parseInt(res[0]) != 0 {
+		if res, err := scriptExtend.Run(ctx, rdb, []string{q.keys.active, q.keys.jobs}, 1000, id, oldTok).Slice(); err != nil || parseInt(res[0]) != 0 {
 			t.Errorf("stale extend = %v, %v; want 0", res, err)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -320,7 +320,7 @@ func TestQueueNamesWithBracesAndColons(t *testing.T) {
 			qs[name] = q
 			k := q.keys
 			tag := hashTag(k.wait)
-			for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.jobs, k.leases, k.marker, k.counter} {
+			for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.jobs, k.marker, k.counter} {
 				if hashTag(key) != tag {
 					t.Errorf("queue %q: key %q has hash tag %q, want %q like its wait list", name, key, hashTag(key), tag)
 				}

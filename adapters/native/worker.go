@@ -38,7 +38,8 @@ type Job struct {
 	// next one.
 	Metadata observe.MapCarrier
 
-	maxStore int // the job's own cap as stored (0: the worker's rule)
+	maxStore   int    // the job's own cap as stored (0: the worker's rule)
+	storedMeta string // the metadata as stored, to tell whether it changed
 }
 
 // A Handler runs one attempt of a job. Returning nil completes the job. Any
@@ -441,7 +442,7 @@ const reserveBatch = 1000
 func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 	k := w.q.keys
 	res, err := scriptReserve.Run(context.Background(), w.q.rdb,
-		[]string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.leases, k.counter, k.due},
+		[]string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due},
 		n, w.lease.Milliseconds()).Slice()
 	if err != nil {
 		return nil, nil, time.Time{}, err
@@ -485,7 +486,7 @@ func (w *Worker) newJob(id string, attempt int, r record) *Job {
 		maxAtt = w.rule.MaxAttempts()
 	}
 	return &Job{ID: id, Queue: w.q.name, Name: r.name, Payload: r.payload,
-		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(r.meta)), maxStore: r.max}
+		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(r.meta)), maxStore: r.max, storedMeta: r.meta}
 }
 
 // run runs one attempt and stores its outcome.
@@ -516,6 +517,9 @@ func (w *Worker) run(j *Job, token string) {
 	meta, merr := encodeMeta(j.Metadata)
 	if merr != nil {
 		w.report(merr)
+		meta = keepMeta
+	} else if meta == j.storedMeta {
+		// Unchanged: the scripts then rewrite only what leads the record.
 		meta = keepMeta
 	}
 	var result observe.Result
@@ -654,7 +658,7 @@ func jobReply(v any) ([]any, error) {
 
 func (w *Worker) completeKeys(id string) []string {
 	k := w.q.keys
-	return []string{k.jobs, k.active, k.completed, k.leases}
+	return []string{k.jobs, k.active, k.completed}
 }
 
 func (w *Worker) completeArgs(id, token, meta string) []any {
@@ -668,7 +672,7 @@ func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision,
 
 func (w *Worker) failKeys(id string) []string {
 	k := w.q.keys
-	return []string{k.jobs, k.active, k.delayed, k.failed, k.leases, k.marker, k.counter}
+	return []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
 }
 
 func failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) []any {

@@ -3,7 +3,7 @@
 -- included). One call may end many jobs (a worker sends the outcomes that
 -- arrive together in one call); each is checked and stored in turn, exactly
 -- as if it had been sent alone.
--- KEYS: 1 jobs, 2 active, 3 completed, 4 leases
+-- KEYS: 1 jobs, 2 active, 3 completed
 -- ARGV: 1 retention ms (> 0), 2 most completed jobs kept (-1 = no count
 --       limit), then for each job: id, lease token, metadata (JSON; "-"
 --       keeps the stored one)
@@ -13,7 +13,7 @@
 local now = math.floor(now_us() / 1000)
 local snow = num(now)
 local out = {}
-local ids, recs, holders = batch_read(KEYS[1], KEYS[4], 3, 3)
+local ids, recs = batch_read(KEYS[1], 3, 3)
 if #ids == 0 then
   return out
 end
@@ -25,7 +25,10 @@ local done, stored, scored = {}, {}, {}
 for k, id in ipairs(ids) do
   local token, meta = ARGV[3 * k + 1], ARGV[3 * k + 2]
   local rec = recs[k]
-  if ended[id] then
+  if token == '' then
+    -- No reservation has an empty token: the caller holds nothing.
+    out[k] = {-1}
+  elseif ended[id] then
     if ended[id] == token then
       out[k] = {0}
     else
@@ -37,15 +40,15 @@ for k, id in ipairs(ids) do
     -- The record's fixed fields lead it, up to the bar; an unreadable one
     -- is an error of the script (the host then sends each job alone).
     local bar = string.find(rec, '|', 1, true)
-    local attempts, max, created, _, ftok
+    local attempts, holder, max, created, _, ftok
     if bar then
-      attempts, max, created, _, ftok =
-        string.match(string.sub(rec, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*)$')
+      attempts, holder, max, created, _, ftok =
+        string.match(string.sub(rec, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
     end
     if not attempts then
       error('native: unreadable record of job ' .. id)
     end
-    if holders[k] ~= token then
+    if holder ~= token then
       if ftok == token then
         out[k] = {0}
       else
@@ -53,12 +56,12 @@ for k, id in ipairs(ids) do
       end
     else
       if meta == '-' then
-        -- Only finished and ftok change: swap the fixed fields and keep
-        -- the rest of the record as it is.
-        rec = table.concat({attempts, ',', max, ',', created, ',', snow, ',', token, string.sub(rec, bar)})
+        -- Only the fixed fields change (the lease is released, finished
+        -- and ftok set): swap them and keep the rest of the record as it is.
+        rec = table.concat({attempts, ',,', max, ',', created, ',', snow, ',', token, string.sub(rec, bar)})
       else
         local r = rec_decode(rec)
-        r.finished, r.ftok, r.meta = snow, token, meta
+        r.tok, r.finished, r.ftok, r.meta = '', snow, token, meta
         rec = rec_encode(r)
       end
       ended[id] = token
@@ -75,7 +78,6 @@ if #done == 0 then
   return out
 end
 redis.call('ZREM', KEYS[2], unpack(done))
-redis.call('HDEL', KEYS[4], unpack(done))
 redis.call('HSET', KEYS[1], unpack(stored))
 redis.call('ZADD', KEYS[3], unpack(scored))
 -- Retention, at most 100 records plus one per job just completed: older

@@ -9,7 +9,7 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
 end
 local us = now_us()
 local created = math.floor(us / 1000)
-redis.call('HSET', KEYS[1], ARGV[1], rec_encode({attempts = '0', max = ARGV[4], created = num(created),
+redis.call('HSET', KEYS[1], ARGV[1], rec_encode({attempts = '0', tok = '', max = ARGV[4], created = num(created),
   finished = '', ftok = '', name = ARGV[3], meta = ARGV[6], err = '', payload = ARGV[2]}))
 local delay = tonumber(ARGV[5])
 if delay > 0 then

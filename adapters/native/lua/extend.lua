@@ -1,17 +1,33 @@
 -- extend: renews the leases of running jobs whose token still matches.
--- KEYS: 1 active, 2 leases
+-- KEYS: 1 active, 2 jobs
 -- ARGV: 1 lease ms, then pairs of id and token
 -- Returns one flag per pair: 1 renewed, 0 lost.
 local now = math.floor(now_us() / 1000)
 local deadline = num(now + tonumber(ARGV[1]))
-local out = {}
+local ids = {}
 for i = 2, #ARGV, 2 do
-  local id = ARGV[i]
-  if redis.call('HGET', KEYS[2], id) == ARGV[i + 1] then
-    redis.call('ZADD', KEYS[1], 'XX', deadline, id)
-    out[#out + 1] = 1
+  ids[#ids + 1] = ARGV[i]
+end
+local out = {}
+if #ids == 0 then
+  return out
+end
+-- The lease token is the record's second field; both reads and the
+-- renewal are one call each for the whole batch.
+local recs = redis.call('HMGET', KEYS[2], unpack(ids))
+local renew = {}
+for k, id in ipairs(ids) do
+  local token = ARGV[2 * k + 1]
+  local holder = recs[k] and string.match(recs[k], '^%d*,(%d*),')
+  if token ~= '' and holder == token then
+    renew[#renew + 1] = deadline
+    renew[#renew + 1] = id
+    out[k] = 1
   else
-    out[#out + 1] = 0
+    out[k] = 0
   end
+end
+if #renew > 0 then
+  redis.call('ZADD', KEYS[1], 'XX', unpack(renew))
 end
 return out

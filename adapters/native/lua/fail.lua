@@ -5,7 +5,7 @@
 -- computed here. One call may end many jobs (a worker sends the outcomes
 -- that arrive together in one call); each is checked and stored in turn,
 -- exactly as if it had been sent alone.
--- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 leases, 6 marker, 7 counter
+-- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 marker, 6 counter
 -- ARGV: for each job: id, lease token, delay (microseconds), permanent
 --       (1/0), max attempts, error text, metadata (JSON; "-" keeps the
 --       stored one), reclaim (1: only if the lease has expired)
@@ -17,7 +17,7 @@ local us = now_us()
 local now = math.floor(us / 1000)
 local snow = num(now)
 local out = {}
-local ids, recs, holders = batch_read(KEYS[1], KEYS[5], 1, 8)
+local ids, recs = batch_read(KEYS[1], 1, 8)
 if #ids == 0 then
   return out
 end
@@ -30,7 +30,10 @@ for k, id in ipairs(ids) do
   local a = 8 * (k - 1)
   local token = ARGV[a + 2]
   local rec = recs[k]
-  if ended[id] then
+  if token == '' then
+    -- No reservation has an empty token: the caller holds nothing.
+    out[k] = {-1}
+  elseif ended[id] then
     if ended[id] == token then
       out[k] = {0}
     else
@@ -39,14 +42,26 @@ for k, id in ipairs(ids) do
   elseif not rec then
     out[k] = {-2}
   else
-    local r = rec_decode(rec)
+    -- Only the fixed fields, the error and (when given) the metadata
+    -- change, and they lead the record: splice them in and keep the rest
+    -- (name, payload) as it is. An unreadable record is an error of the
+    -- script (the host then sends each job alone).
+    local bar = string.find(rec, '|', 1, true)
+    local attempts, holder, max, created, finished, ftok
+    if bar then
+      attempts, holder, max, created, finished, ftok =
+        string.match(string.sub(rec, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
+    end
+    if not attempts then
+      error('native: unreadable record of job ' .. id)
+    end
     local live = false
-    if holders[k] == token and ARGV[a + 8] == '1' then
+    if holder == token and ARGV[a + 8] == '1' then
       local deadline = redis.call('ZSCORE', KEYS[2], id)
       live = deadline and tonumber(deadline) > now
     end
-    if holders[k] ~= token then
-      if r.ftok == token then
+    if holder ~= token then
+      if ftok == token then
         out[k] = {0}
       else
         out[k] = {-1}
@@ -54,25 +69,23 @@ for k, id in ipairs(ids) do
     elseif live then
       out[k] = {-3}
     else
-      local attempts = tonumber(r.attempts)
-      r.err, r.ftok = ARGV[a + 6], token
-      if ARGV[a + 7] ~= '-' then
-        r.meta = ARGV[a + 7]
-      end
-      if ARGV[a + 4] == '1' or attempts >= tonumber(ARGV[a + 5]) then
-        r.finished = snow
+      local n = tonumber(attempts)
+      if ARGV[a + 4] == '1' or n >= tonumber(ARGV[a + 5]) then
+        finished = snow
         failed[#failed + 1] = snow
         failed[#failed + 1] = id
-        out[k] = {2, attempts, snow}
+        out[k] = {2, n, snow}
       else
         local fire = fire_ms(us, tonumber(ARGV[a + 3]))
         retried[#retried + 1] = {id, fire}
-        out[k] = {1, attempts, num(fire)}
+        out[k] = {1, n, num(fire)}
       end
+      local err, meta = ARGV[a + 6], ARGV[a + 7]
       ended[id] = token
       done[#done + 1] = id
       stored[#stored + 1] = id
-      stored[#stored + 1] = rec_encode(r)
+      stored[#stored + 1] = attempts .. ',,' .. max .. ',' .. created .. ',' .. finished .. ',' .. token ..
+        '|' .. #err .. ':' .. err .. rec_after_err(rec, bar, meta)
     end
   end
 end
@@ -80,12 +93,11 @@ if #done == 0 then
   return out
 end
 redis.call('ZREM', KEYS[2], unpack(done))
-redis.call('HDEL', KEYS[5], unpack(done))
 redis.call('HSET', KEYS[1], unpack(stored))
 if #failed > 0 then
   redis.call('ZADD', KEYS[4], unpack(failed))
 end
 if #retried > 0 then
-  schedule_all(KEYS[3], KEYS[7], KEYS[6], retried)
+  schedule_all(KEYS[3], KEYS[6], KEYS[5], retried)
 end
 return out

@@ -85,19 +85,21 @@ end
 
 -- A job is one field of the queue's jobs hash: its ID maps to one packed
 -- record, so a waiting job costs one hash entry and no key of its own.
---   <attempts>,<max>,<created>,<finished>,<ftok>|<n>:<name><n>:<meta><n>:<err><payload>
--- attempts: attempts started; max: the job's own cap (0: the worker's
--- rule); created, finished: server ms ("" until finished); ftok: the token
--- of the reservation that last finished an attempt ("" before); the three
--- strings carry their byte length; the payload is the rest. The Go side
--- (record.go) reads and writes the same layout.
+--   <attempts>,<tok>,<max>,<created>,<finished>,<ftok>|<n>:<err><n>:<meta><n>:<name><payload>
+-- attempts: attempts started; tok: the token of the reservation that holds
+-- the job's lease ("" while no attempt runs); max: the job's own cap (0:
+-- the worker's rule); created, finished: server ms ("" until finished);
+-- ftok: the token of the reservation that last finished an attempt (""
+-- before); the three strings carry their byte length, the ones an attempt
+-- changes first; the payload is the rest. The Go side (record.go) reads the
+-- same layout.
 local function rec_decode(s)
   local bar = string.find(s, '|', 1, true)
   local r = {}
-  r.attempts, r.max, r.created, r.finished, r.ftok =
-    string.match(string.sub(s, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*)$')
+  r.attempts, r.tok, r.max, r.created, r.finished, r.ftok =
+    string.match(string.sub(s, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
   local pos = bar + 1
-  for _, f in ipairs({'name', 'meta', 'err'}) do
+  for _, f in ipairs({'err', 'meta', 'name'}) do
     local colon = string.find(s, ':', pos, true)
     local n = tonumber(string.sub(s, pos, colon - 1))
     r[f] = string.sub(s, colon + 1, colon + n)
@@ -108,21 +110,34 @@ local function rec_decode(s)
 end
 
 local function rec_encode(r)
-  return table.concat({r.attempts, ',', r.max, ',', r.created, ',', r.finished, ',', r.ftok, '|',
-    #r.name, ':', r.name, #r.meta, ':', r.meta, #r.err, ':', r.err, r.payload})
+  return table.concat({r.attempts, ',', r.tok, ',', r.max, ',', r.created, ',', r.finished, ',', r.ftok, '|',
+    #r.err, ':', r.err, #r.meta, ':', r.meta, #r.name, ':', r.name, r.payload})
+end
+
+-- rec_after_err returns what follows the error in record s (bar: the
+-- position of its '|'), with the metadata replaced by meta unless meta is
+-- '-': an attempt's end rewrites the fields that lead the record and
+-- copies the rest (name, payload) as it is.
+local function rec_after_err(s, bar, meta)
+  local colon = string.find(s, ':', bar + 1, true)
+  local pos = colon + tonumber(string.sub(s, bar + 1, colon - 1)) + 1
+  if meta == '-' then
+    return string.sub(s, pos)
+  end
+  colon = string.find(s, ':', pos, true)
+  return #meta .. ':' .. meta .. string.sub(s, colon + tonumber(string.sub(s, pos, colon - 1)) + 1)
 end
 
 -- batch_read returns the job IDs of a batched call (ARGV[first], then every
--- stride-th argument) with their records and lease holders, each read with
--- one HMGET for the whole batch: a redis.call costs about as much as the
--- work it does.
-local function batch_read(jobs_key, leases_key, first, stride)
+-- stride-th argument) with their records, read with one HMGET for the
+-- whole batch: a redis.call costs about as much as the work it does.
+local function batch_read(jobs_key, first, stride)
   local ids = {}
   for i = first, #ARGV, stride do
     ids[#ids + 1] = ARGV[i]
   end
   if #ids == 0 then
-    return ids, {}, {}
+    return ids, {}
   end
-  return ids, redis.call('HMGET', jobs_key, unpack(ids)), redis.call('HMGET', leases_key, unpack(ids))
+  return ids, redis.call('HMGET', jobs_key, unpack(ids))
 end
