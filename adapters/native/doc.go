@@ -91,8 +91,13 @@
 // # Connections
 //
 // A worker holds one connection for its wake-up block and uses about four
-// more at peak: reserving, renewing leases, reclaiming, and storing outcomes
-// (pipelined in batches of up to 128). Several workers on one client need a
-// pool to match (go-redis's ClusterClient defaults to 5 per CPU per node).
+// more at peak: reserving, renewing leases, reclaiming, and storing
+// outcomes. A handler hands its outcome over before it frees its slot, so
+// the outcomes that freed slots usually travel in the same pipelined round
+// trip as the reserve that refills them (one complete call and one fail
+// call for up to 128 outcomes, then reserve); outcomes that arrive while
+// that round trip is out go in a batch of their own. Several workers on one
+// client need a pool to match (go-redis's ClusterClient defaults to 5 per
+// CPU per node).
 // The blocking call's timeout is kept under the client's ReadTimeout.
 package native

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -15,6 +16,10 @@ type finishReq struct {
 	keys   []string
 	args   []any
 	done   chan finishRes
+	// taken is set by whoever sends the call: the fetch loop or finisher
+	// that took it from finishCh, or its own submitter reclaiming it once
+	// the worker's background goroutines have stopped.
+	taken atomic.Bool
 }
 
 type finishRes struct {
@@ -25,14 +30,12 @@ type finishRes struct {
 // finisherBatch is the most outcome calls sent in one round trip.
 const finisherBatch = 128
 
-// finishers is how many batches may be in flight at once: while one waits
-// for its reply, the next one fills.
-const finishers = 4
+// finishers is how many goroutines store outcomes once the fetch loop has
+// stopped (after Shutdown began); until then the fetch loop stores them.
+const finishers = 1
 
-// finisher sends the outcomes of finished attempts in pipelined batches:
-// under load many handlers end at once, and one round trip for all of them
-// costs far less than one each. Each script still runs atomically on its
-// own; the batch only shares the network trip.
+// finisher stores the outcomes of attempts that end after the fetch loop
+// stopped, in pipelined batches like the fetch loop's.
 func (w *Worker) finisher() {
 	defer w.bg.Done()
 	batch := make([]*finishReq, 0, finisherBatch)
@@ -44,16 +47,7 @@ func (w *Worker) finisher() {
 		case r := <-w.finishCh:
 			batch = append(batch, r)
 		}
-	drain:
-		for len(batch) < finisherBatch {
-			select {
-			case r := <-w.finishCh:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		w.sendBatch(batch)
+		w.sendBatch(w.drainOutcomes(batch))
 	}
 }
 
@@ -70,37 +64,68 @@ func batchHead(s *redis.Script) int {
 	return 0
 }
 
+// sendBatch stores a batch of outcomes in one round trip.
 func (w *Worker) sendBatch(batch []*finishReq) {
+	if len(batch) == 0 {
+		return
+	}
 	ctx := context.Background()
-	// Every complete of the batch goes in one call of the complete script,
-	// and every fail in one call of the fail script (each ends its jobs in
-	// turn, as alone). Both share one round trip.
-	groups := map[*redis.Script][]*finishReq{}
-	var order []*redis.Script
-	for _, r := range batch {
-		if groups[r.script] == nil {
-			order = append(order, r.script)
-		}
-		groups[r.script] = append(groups[r.script], r)
-	}
-	args := make([][]any, len(order))
-	cmds := make([]*redis.Cmd, len(order))
-	for i, s := range order {
-		reqs := groups[s]
-		head := batchHead(s)
-		args[i] = append(args[i], reqs[0].args[:head]...)
-		for _, r := range reqs {
-			args[i] = append(args[i], r.args[head:]...)
-		}
-	}
+	b := w.prepareBatch(batch)
 	_, _ = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, s := range order {
-			cmds[i] = s.EvalSha(ctx, p, groups[s][0].keys, args[i]...)
-		}
+		b.queue(ctx, p)
 		return nil
 	})
-	for i, s := range order {
-		w.answer(s, groups[s], args[i], cmds[i])
+	w.answerBatch(b)
+}
+
+// outcomeBatch is a batch of outcome calls grouped by script: every
+// complete of the batch goes in one call of the complete script, and every
+// fail in one call of the fail script (each ends its jobs in turn, as
+// alone).
+type outcomeBatch struct {
+	order  []*redis.Script
+	groups map[*redis.Script][]*finishReq
+	args   [][]any
+	cmds   []*redis.Cmd
+}
+
+// prepareBatch groups the calls of batch that are still to be sent (a call
+// its submitter took back is left out).
+func (w *Worker) prepareBatch(batch []*finishReq) *outcomeBatch {
+	b := &outcomeBatch{groups: map[*redis.Script][]*finishReq{}}
+	for _, r := range batch {
+		if !r.taken.CompareAndSwap(false, true) {
+			continue
+		}
+		if b.groups[r.script] == nil {
+			b.order = append(b.order, r.script)
+		}
+		b.groups[r.script] = append(b.groups[r.script], r)
+	}
+	b.args = make([][]any, len(b.order))
+	b.cmds = make([]*redis.Cmd, len(b.order))
+	for i, s := range b.order {
+		reqs := b.groups[s]
+		head := batchHead(s)
+		b.args[i] = append(b.args[i], reqs[0].args[:head]...)
+		for _, r := range reqs {
+			b.args[i] = append(b.args[i], r.args[head:]...)
+		}
+	}
+	return b
+}
+
+// queue adds the batch's script calls to a pipeline.
+func (b *outcomeBatch) queue(ctx context.Context, p redis.Pipeliner) {
+	for i, s := range b.order {
+		b.cmds[i] = s.EvalSha(ctx, p, b.groups[s][0].keys, b.args[i]...)
+	}
+}
+
+// answerBatch hands every call of an executed batch its reply.
+func (w *Worker) answerBatch(b *outcomeBatch) {
+	for i, s := range b.order {
+		w.answer(s, b.groups[s], b.args[i], b.cmds[i])
 	}
 }
 
@@ -137,15 +162,37 @@ func (w *Worker) answer(s *redis.Script, reqs []*finishReq, args []any, cmd *red
 	}
 }
 
-// submit queues one outcome call for the finisher and waits for its reply.
-// Once the finisher has stopped (a handler that returned after the shutdown
-// deadline), the call is sent on its own.
-func (w *Worker) submit(ctx context.Context, s *redis.Script, keys []string, args ...any) ([]any, error) {
-	r := &finishReq{ctx: ctx, script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+// post hands one outcome call to the fetch loop (or, after it stopped, the
+// finisher) without waiting for its reply. It returns nil when the worker's
+// background goroutines have stopped: the caller then sends the call
+// itself.
+func (w *Worker) post(s *redis.Script, keys []string, args []any) *finishReq {
+	r := &finishReq{ctx: context.Background(), script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+	select {
+	case <-w.bgStop:
+		return nil
+	default:
+	}
 	select {
 	case w.finishCh <- r:
+		return r
 	case <-w.bgStop:
-		return oneReply(s.Run(ctx, w.q.rdb, keys, args...).Slice())
+		return nil
+	}
+}
+
+// wait waits for the reply of a posted call. If the worker's background
+// goroutines stop before anyone took the call, it sends the call itself.
+func (r *finishReq) wait(ctx context.Context, bgStop <-chan struct{}, rdb redis.UniversalClient) ([]any, error) {
+	select {
+	case out := <-r.done:
+		return out.res, out.err
+	case <-bgStop:
+		if r.taken.CompareAndSwap(false, true) {
+			return oneReply(r.script.Run(ctx, rdb, r.keys, r.args...).Slice())
+		}
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	select {
 	case out := <-r.done:
@@ -153,4 +200,13 @@ func (w *Worker) submit(ctx context.Context, s *redis.Script, keys []string, arg
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// submit posts one outcome call and waits for its reply.
+func (w *Worker) submit(ctx context.Context, s *redis.Script, keys []string, args ...any) ([]any, error) {
+	r := w.post(s, keys, args)
+	if r == nil {
+		return oneReply(s.Run(ctx, w.q.rdb, keys, args...).Slice())
+	}
+	return r.wait(ctx, w.bgStop, w.q.rdb)
 }

@@ -261,7 +261,7 @@ func (w *Worker) Start() error {
 		w.slots = make(chan struct{}, w.concurrency)
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
-		w.finishCh = make(chan *finishReq)
+		w.finishCh = make(chan *finishReq, w.concurrency)
 		w.started.Store(true)
 		w.bg.Add(4 + finishers)
 		for range finishers {
@@ -361,29 +361,41 @@ func (w *Worker) sleep(d time.Duration, stop <-chan struct{}) bool {
 }
 
 // fetchLoop reserves jobs while slots are free and waits, without polling,
-// for the next due job or a wake-up when there is nothing to run.
+// for the next due job or a wake-up when there is nothing to run. It also
+// stores the outcomes of finished attempts: a handler hands its outcome
+// over before it frees its slot, so the outcomes that freed the slots
+// travel in the same round trip as the reserve that refills them.
 func (w *Worker) fetchLoop() {
 	defer close(w.fetchDone)
 	defer w.bg.Done()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	failures := 0
+	var outs []*finishReq
 	for {
-		// Take one free slot (waiting for it), then every other free one.
+		// Take one free slot (waiting for it) or an outcome to store.
+		outs = outs[:0]
+		n := 0
 		select {
 		case <-w.stop:
 			return
 		case w.slots <- struct{}{}:
+			n = 1
+		case r := <-w.finishCh:
+			outs = append(outs, r)
 		}
 		// select picks at random among ready cases: a slot that freed up
 		// after Shutdown began must not take one more job.
 		select {
 		case <-w.stop:
-			<-w.slots
+			if n == 1 {
+				<-w.slots
+			}
+			w.sendBatch(outs)
 			return
 		default:
 		}
-		n := 1
+		outs = w.drainOutcomes(outs)
 	more:
 		for n < min(w.concurrency, reserveBatch) {
 			select {
@@ -393,7 +405,11 @@ func (w *Worker) fetchLoop() {
 				break more
 			}
 		}
-		jobs, tokens, due, err := w.reserve(n)
+		if n == 0 {
+			w.sendBatch(outs)
+			continue
+		}
+		jobs, tokens, due, err := w.reserveWith(n, outs)
 		for range n - len(jobs) {
 			<-w.slots
 		}
@@ -414,22 +430,43 @@ func (w *Worker) fetchLoop() {
 			continue
 		}
 		// Nothing more to run now: wait for the next due job, a wake-up or
-		// the safety poll, whichever comes first.
+		// the safety poll, whichever comes first, storing outcomes as they
+		// come.
 		w.waiting.Store(true)
 		select {
 		case w.listenReq <- struct{}{}:
 		default:
 		}
 		timer.Reset(min(time.Until(due), w.idlePoll))
-		select {
-		case <-w.stop:
-			w.waiting.Store(false)
-			return
-		case <-w.wake:
-		case <-timer.C:
+	idle:
+		for {
+			select {
+			case <-w.stop:
+				w.waiting.Store(false)
+				return
+			case <-w.wake:
+				break idle
+			case <-timer.C:
+				break idle
+			case r := <-w.finishCh:
+				w.sendBatch(w.drainOutcomes(append(outs[:0], r)))
+			}
 		}
 		w.waiting.Store(false)
 	}
+}
+
+// drainOutcomes appends the outcomes waiting to be stored, up to a batch.
+func (w *Worker) drainOutcomes(outs []*finishReq) []*finishReq {
+	for len(outs) < finisherBatch {
+		select {
+		case r := <-w.finishCh:
+			outs = append(outs, r)
+		default:
+			return outs
+		}
+	}
+	return outs
 }
 
 // reserveBatch is the most jobs one reserve call takes (the script's own
@@ -440,10 +477,33 @@ const reserveBatch = 1000
 // their records in the same reply. due is when, by the local clock, the
 // earliest delayed job becomes due (taken as the reply arrives).
 func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
+	return w.reserveWith(n, nil)
+}
+
+// reserveWith is reserve that first stores the outcomes in outs, in the
+// same round trip.
+func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.Time, error) {
 	k := w.q.keys
-	res, err := scriptReserve.Run(context.Background(), w.q.rdb,
-		[]string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due},
-		n, w.lease.Milliseconds()).Slice()
+	ctx := context.Background()
+	keys := []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due}
+	var res []any
+	var err error
+	if len(outs) == 0 {
+		res, err = scriptReserve.Run(ctx, w.q.rdb, keys, n, w.lease.Milliseconds()).Slice()
+	} else {
+		var rc *redis.Cmd
+		b := w.prepareBatch(outs)
+		_, _ = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			b.queue(ctx, p)
+			rc = scriptReserve.EvalSha(ctx, p, keys, n, w.lease.Milliseconds())
+			return nil
+		})
+		w.answerBatch(b)
+		res, err = rc.Slice()
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			res, err = scriptReserve.Run(ctx, w.q.rdb, keys, n, w.lease.Milliseconds()).Slice()
+		}
+	}
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
@@ -507,11 +567,8 @@ func (w *Worker) run(j *Job, token string) {
 		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
 	octx := w.observeStart(ctx, a)
 	err := w.call(octx, j)
-	// The handler's slot frees as soon as it returns: storing the outcome
-	// overlaps with reserving the next job. (Concurrency bounds running
-	// handlers; Shutdown still waits for every outcome to be stored.)
-	<-w.slots
 	if w.abandoned.Load() {
+		<-w.slots
 		return
 	}
 	meta, merr := encodeMeta(j.Metadata)
@@ -523,24 +580,29 @@ func (w *Worker) run(j *Job, token string) {
 		meta = keepMeta
 	}
 	var result observe.Result
-	if err == nil {
-		_, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
-			return w.submit(ctx, scriptComplete, w.completeKeys(j.ID), w.completeArgs(j.ID, token, meta)...)
-		})
-		if ferr != nil {
-			w.report(ferr)
-		}
-	} else {
+	s, keys, args := scriptComplete, w.completeKeys(j.ID), w.completeArgs(j.ID, token, meta)
+	if err != nil {
 		result.Err = err
 		result.Decision = w.decide(j, err)
-		res, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
-			return w.submit(ctx, scriptFail, w.failKeys(j.ID), failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)...)
-		})
-		if ferr != nil {
-			w.report(ferr)
-		} else if len(res) >= 3 && parseInt(res[0]) == 1 {
-			result.FireAt = time.UnixMilli(parseInt(res[2]))
+		s, keys, args = scriptFail, w.failKeys(j.ID), failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+	}
+	// Hand the outcome over, then free the slot: the fetch loop, woken by
+	// the free slot, stores the outcome in the same round trip as the
+	// reserve that refills it. (Concurrency bounds running handlers;
+	// Shutdown still waits for every outcome to be stored.)
+	first := w.post(s, keys, args)
+	<-w.slots
+	res, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
+		if r := first; r != nil {
+			first = nil
+			return r.wait(ctx, w.bgStop, w.q.rdb)
 		}
+		return w.submit(ctx, s, keys, args...)
+	})
+	if ferr != nil {
+		w.report(ferr)
+	} else if err != nil && len(res) >= 3 && parseInt(res[0]) == 1 {
+		result.FireAt = time.UnixMilli(parseInt(res[2]))
 	}
 	w.observeEnd(octx, a, result)
 }
