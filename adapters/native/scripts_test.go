@@ -62,7 +62,7 @@ func TestUnknownJob(t *testing.T) {
 		if c := (tc{t}).code(w.fail(ctx, "nope", "1", backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)); c != -2 {
 			t.Errorf("fail(unknown) = %d, want -2 (unknown job)", c)
 		}
-		_, err := w.finish("nope", func(ctx context.Context) ([]any, error) { return w.complete(ctx, "nope", "1", "") })
+		_, err := w.finish("nope", nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, "nope", "1", "") })
 		if !errors.Is(err, ErrNotFound) {
 			t.Errorf("finish(unknown) = %v, want ErrNotFound", err)
 		}
@@ -148,14 +148,14 @@ func TestStaleWorkerAfterReclaim(t *testing.T) {
 		if j.Attempt != 2 || newTok == oldTok {
 			t.Fatalf("re-reserved attempt %d token %s (old %s); want attempt 2 and a new token", j.Attempt, newTok, oldTok)
 		}
-		_, err := w.finish(id, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, oldTok, "") })
+		_, err := w.finish(id, nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, oldTok, "") })
 		// The old token finished the reclaim (it is the job's last
 		// finishing token), so the stale call is told "already applied"
 		// and changes nothing; a different stale token is refused.
 		if err != nil {
 			t.Errorf("stale complete with the reclaimed token: %v, want a no-op", err)
 		}
-		_, err = w.finish(id, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, "12345", "") })
+		_, err = w.finish(id, nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, "12345", "") })
 		if !errors.Is(err, ErrLeaseLost) {
 			t.Errorf("stale complete with a foreign token: %v, want ErrLeaseLost", err)
 		}

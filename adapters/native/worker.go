@@ -312,13 +312,26 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		w.hardStop(errShutdown)
+		w.stopHandlers(errShutdown)
 	}
 	w.stopBackground()
 	if err == nil {
 		w.bg.Wait()
 	}
 	return err
+}
+
+// stopHandlers cancels the context of every running handler, and of any
+// that starts later, with cause.
+func (w *Worker) stopHandlers(cause error) {
+	w.hardStop(cause)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, rj := range w.running {
+		if rj.cancel != nil {
+			rj.cancel(cause)
+		}
+	}
 }
 
 func (w *Worker) stopBackground() {
@@ -336,7 +349,7 @@ func (w *Worker) stopBackground() {
 func (w *Worker) abandon() {
 	w.abandoned.Store(true)
 	w.stopOnce.Do(func() { close(w.stop) })
-	w.hardStop(errShutdown)
+	w.stopHandlers(errShutdown)
 	w.stopBackground()
 }
 
@@ -552,10 +565,16 @@ func (w *Worker) newJob(id string, attempt int, r record) *Job {
 // run runs one attempt and stores its outcome.
 func (w *Worker) run(j *Job, token string) {
 	defer w.handlers.Done()
-	ctx, cancel := context.WithCancelCause(w.hardCtx)
+	// The handler's context hangs off no parent (a child of hardCtx would
+	// register with it, under its lock, once per job); stopHandlers cancels
+	// it instead, and a job that starts after that is cancelled here.
+	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	w.mu.Lock()
 	w.running[token].cancel = cancel
+	if w.hardCtx.Err() != nil {
+		cancel(context.Cause(w.hardCtx))
+	}
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -592,11 +611,7 @@ func (w *Worker) run(j *Job, token string) {
 	// Shutdown still waits for every outcome to be stored.)
 	first := w.post(s, keys, args)
 	<-w.slots
-	res, ferr := w.finish(j.ID, func(ctx context.Context) ([]any, error) {
-		if r := first; r != nil {
-			first = nil
-			return r.wait(ctx, w.bgStop, w.q.rdb)
-		}
+	res, ferr := w.finish(j.ID, first, func(ctx context.Context) ([]any, error) {
 		return w.submit(ctx, s, keys, args...)
 	})
 	if ferr != nil {
@@ -645,15 +660,23 @@ func (w *Worker) source(j *Job) (src backoff.Source) {
 }
 
 // finish runs a storing script, retrying with the reconnect backoff while
-// Redis is unreachable. The lease token makes a retried call safe: if the
-// first try was applied and only its reply was lost, the retry is told so
-// and changes nothing. It gives up when the worker is abandoned, or when the
-// shutdown deadline has passed and one more try failed.
-func (w *Worker) finish(id string, call func(ctx context.Context) ([]any, error)) ([]any, error) {
+// Redis is unreachable. The first try is the call already posted, when
+// first is not nil (its sender's round trip is bounded by the client's own
+// timeouts); later ones send it again. The lease token makes a retried call
+// safe: if the first try was applied and only its reply was lost, the retry
+// is told so and changes nothing. It gives up when the worker is abandoned,
+// or when the shutdown deadline has passed and one more try failed.
+func (w *Worker) finish(id string, first *finishReq, call func(ctx context.Context) ([]any, error)) ([]any, error) {
 	for try := 1; ; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		res, err := call(ctx)
-		cancel()
+		var res []any
+		var err error
+		if try == 1 && first != nil {
+			res, err = first.wait(context.Background(), w.bgStop, w.q.rdb)
+		} else {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			res, err = call(ctx)
+			cancel()
+		}
 		if err == nil {
 			switch parseInt(res[0]) {
 			case -1:
