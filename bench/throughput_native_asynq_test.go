@@ -2,51 +2,153 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/adapters/native"
 )
 
-// throughputJobs is how many jobs each throughput run pushes through.
+// throughputJobs is how many jobs each throughput round pushes through.
 const throughputJobs = 20_000
 
-// throughputConcurrency is every throughput run's number of handlers.
+// throughputConcurrency is the number of handlers River's reference row
+// runs with, the first of throughputLevels.
 const throughputConcurrency = 20
 
+// throughputLevels are the handler counts the native path and asynq are
+// compared at: a small pool, and a large one where batching pays more.
+var throughputLevels = []int{throughputConcurrency, 100}
+
+// throughputRounds is how many rounds each Redis engine runs per
+// benchmark iteration; the figures are their medians (one round swings by
+// 10% or more on a shared 2-core machine).
+const throughputRounds = 3
+
+// A throughputRound is one round's figures.
+type throughputRound struct {
+	jobsPerSec     float64
+	redisUsPerJob  float64 // Redis server CPU (user+sys) per job, microseconds
+	workerUsPerJob float64 // this process's CPU per job, microseconds
+}
+
 // BenchmarkThroughput measures jobs per second end to end where every job
-// fails once and succeeds on its retry (2 runs per job), with 20 handlers
-// and a zero retry delay, so the figure is the engine's own path: enqueue is
-// outside the timed part, the clock runs from the worker's start to the last
-// job's success. The native path and asynq each get a fresh private
-// redis-server (see privateRedis), so that neither inherits the other's keys
-// and nothing else on a shared server counts; River (for reference) runs on
-// the real PostgreSQL, tuned as benchThroughputRiver says. asynq promotes
-// retries every DelayedTaskCheckInterval; it is set to 100ms (default 5s) so
-// the interval does not dominate.
+// fails once and succeeds on its retry (2 runs per job), with a zero retry
+// delay, so the figure is the engine's own path: enqueue is outside the
+// timed part, the clock runs from the worker's start to the last job's
+// success. The native path and asynq each get a fresh private redis-server
+// per round (see privateRedis), so that neither inherits the other's keys
+// and nothing else on a shared server counts; they run at each of
+// throughputLevels handlers, throughputRounds rounds each, and report the
+// medians of jobs/s, of the Redis server's CPU per job (INFO cpu, before
+// and after) and of this process's CPU per job. River (for reference)
+// runs once on the real PostgreSQL at 20 handlers, tuned as
+// benchThroughputRiver says. asynq promotes retries every
+// DelayedTaskCheckInterval; it is set to 100ms (default 5s) so the
+// interval does not dominate.
 func BenchmarkThroughput(b *testing.B) {
-	b.Run("native", func(b *testing.B) {
-		for b.Loop() {
-			benchThroughputNative(b)
-		}
-	})
-	b.Run("asynq", func(b *testing.B) {
-		for b.Loop() {
-			benchThroughputAsynq(b)
-		}
-	})
-	b.Run("river", func(b *testing.B) {
+	for _, c := range throughputLevels {
+		b.Run(fmt.Sprintf("c%d/native", c), func(b *testing.B) {
+			for b.Loop() {
+				reportThroughput(b, c, benchThroughputNative)
+			}
+		})
+		b.Run(fmt.Sprintf("c%d/asynq", c), func(b *testing.B) {
+			for b.Loop() {
+				reportThroughput(b, c, benchThroughputAsynq)
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("c%d/river", throughputConcurrency), func(b *testing.B) {
 		for b.Loop() {
 			benchThroughputRiver(b)
 		}
 	})
 }
 
-func benchThroughputNative(b *testing.B) {
+// reportThroughput runs throughputRounds rounds of one engine and reports
+// the medians of their figures.
+func reportThroughput(b *testing.B, concurrency int, round func(*testing.B, int) throughputRound) {
+	var jobs, redisUs, workerUs []float64
+	for range throughputRounds {
+		r := round(b, concurrency)
+		jobs = append(jobs, r.jobsPerSec)
+		redisUs = append(redisUs, r.redisUsPerJob)
+		workerUs = append(workerUs, r.workerUsPerJob)
+	}
+	b.ReportMetric(median(jobs), "jobs/s")
+	b.ReportMetric(median(redisUs), "redis-us/job")
+	b.ReportMetric(median(workerUs), "worker-us/job")
+	b.ReportMetric(throughputRounds, "rounds")
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// throughputClock reads the CPU both sides spent during a round.
+type throughputClock struct {
+	rdb          *redis.Client
+	redis0, cpu0 float64
+	start        time.Time
+}
+
+func startThroughputClock(b *testing.B, rdb *redis.Client) *throughputClock {
+	c := &throughputClock{rdb: rdb, redis0: redisCPUSeconds(b, rdb), cpu0: processCPUSeconds()}
+	c.start = time.Now()
+	return c
+}
+
+func (c *throughputClock) stop(b *testing.B) throughputRound {
+	elapsed := time.Since(c.start)
+	return throughputRound{
+		jobsPerSec:     throughputJobs / elapsed.Seconds(),
+		redisUsPerJob:  (redisCPUSeconds(b, c.rdb) - c.redis0) * 1e6 / throughputJobs,
+		workerUsPerJob: (processCPUSeconds() - c.cpu0) * 1e6 / throughputJobs,
+	}
+}
+
+// redisCPUSeconds is the server's used_cpu_user + used_cpu_sys.
+func redisCPUSeconds(b *testing.B, rdb *redis.Client) float64 {
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(value, &v); err != nil {
+			b.Fatalf("INFO cpu: %s: %v", line, err)
+		}
+		total += v
+	}
+	return total
+}
+
+// processCPUSeconds is this process's CPU time, 0 where it cannot be read.
+func processCPUSeconds() float64 {
+	ns, _ := cpuClock(clockProcessCPUTime)
+	return float64(ns) / 1e9
+}
+
+func benchThroughputNative(b *testing.B, concurrency int) throughputRound {
 	b.StopTimer()
+	defer b.StartTimer()
 	ctx := context.Background()
 	rdb := privateRedis(b)
 	q, err := native.NewQueue(rdb, "throughput")
@@ -70,27 +172,27 @@ func benchThroughputNative(b *testing.B) {
 			close(done)
 		}
 		return nil
-	}, native.WithConcurrency(throughputConcurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }))
+	}, native.WithConcurrency(concurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }))
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.StartTimer()
-	start := time.Now()
+	clock := startThroughputClock(b, rdb)
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}
 	waitDone(b, done, &ok)
-	elapsed := time.Since(start)
+	r := clock.stop(b)
 	b.StopTimer()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_ = w.Shutdown(sctx)
-	b.ReportMetric(throughputJobs/elapsed.Seconds(), "jobs/s")
-	b.StartTimer()
+	return r
 }
 
-func benchThroughputAsynq(b *testing.B) {
+func benchThroughputAsynq(b *testing.B, concurrency int) throughputRound {
 	b.StopTimer()
+	defer b.StartTimer()
 	ctx := context.Background()
 	rdb := privateRedis(b)
 	const queue = "throughput"
@@ -104,14 +206,14 @@ func benchThroughputAsynq(b *testing.B) {
 	var ok atomic.Int64
 	done := make(chan struct{})
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
-		Concurrency:              throughputConcurrency,
+		Concurrency:              concurrency,
 		Queues:                   map[string]int{queue: 1},
 		RetryDelayFunc:           func(int, error, *asynq.Task) time.Duration { return 0 },
 		DelayedTaskCheckInterval: 100 * time.Millisecond,
 		LogLevel:                 asynq.ErrorLevel,
 	})
 	b.StartTimer()
-	start := time.Now()
+	clock := startThroughputClock(b, rdb)
 	if err := srv.Start(asynq.HandlerFunc(func(ctx context.Context, _ *asynq.Task) error {
 		if n, _ := asynq.GetRetryCount(ctx); n == 0 {
 			return errDependencyDown
@@ -124,11 +226,10 @@ func benchThroughputAsynq(b *testing.B) {
 		b.Fatal(err)
 	}
 	waitDone(b, done, &ok)
-	elapsed := time.Since(start)
+	r := clock.stop(b)
 	b.StopTimer()
 	srv.Shutdown()
-	b.ReportMetric(throughputJobs/elapsed.Seconds(), "jobs/s")
-	b.StartTimer()
+	return r
 }
 
 func waitDone(b *testing.B, done <-chan struct{}, ok *atomic.Int64) {
