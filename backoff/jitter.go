@@ -187,8 +187,9 @@ const decorrelatedWindow = 32
 //
 // Engines hand a retry policy an attempt number, not the previous delay, so
 // the recurrence is computed statelessly: Delay(n) replays the draws of
-// attempts 1..n from the Source, each draw keyed by its own attempt. With a
-// keyed Source the chain is reproducible, and for n up to 32 Delay(n) is
+// attempts 1..n from the Source, each draw keyed by its own attempt (an
+// unkeyed Source seeds the replay with one draw from the runtime's
+// generator). With a keyed Source the chain is reproducible, and for n up to 32 Delay(n) is
 // exactly the value that follows Delay(n-1) in one chain. To bound the cost
 // (at most 32 draws a call), a later attempt replays only its last 32 steps,
 // starting from prev = cap. The replay is monotone in prev, so it meets the
@@ -218,18 +219,17 @@ func (p DecorrelatedPolicy) Delay(attempt int, src Source) time.Duration {
 		start, prev = attempt-decorrelatedWindow+1, int64(p.cap)
 	}
 	base, cp := int64(p.base), int64(p.cap)
+	if !src.keyed {
+		// One draw from the runtime seeds the whole replay: each step's
+		// draw then costs a mix, not a call into the runtime's generator.
+		src = Source{seed: fresh(), keyed: true}
+	}
 	for k := start; ; k++ {
 		hi := int64(math.MaxInt64)
 		if prev <= math.MaxInt64/3 {
 			hi = prev * 3
 		}
-		var r uint64
-		if src.keyed { // Source.uint64, inlined by hand
-			r = src.keyedDraw(k)
-		} else {
-			r = fresh()
-		}
-		prev = min(between(r, base, hi), cp)
+		prev = min(between(src.keyedDraw(k), base, hi), cp)
 		if k == attempt {
 			return time.Duration(prev)
 		}
