@@ -606,3 +606,64 @@ func TestFailBatch(t *testing.T) {
 		}
 	})
 }
+
+// An attempt's end rewrites only what leads the record: the error (fail),
+// the metadata (when the handler changed it) and the fixed fields. The
+// name and payload, and whatever the call does not change, come through
+// byte for byte, also when they hold the record's own separators.
+func TestOutcomesKeepTheRestOfTheRecord(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "splice")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 5))
+		payload := []byte("p|1:x,2:yy\x00\n")
+		if _, err := q.Enqueue(ctx, payload, WithID("j"), WithName("n|a:m,e"), WithMetadata(map[string]string{"k": "v0"})); err != nil {
+			t.Fatal(err)
+		}
+		check := func(step, lastErr string, meta map[string]string) {
+			t.Helper()
+			info, err := q.Job(ctx, "j")
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if info.Name != "n|a:m,e" || string(info.Payload) != string(payload) || info.LastError != lastErr || fmt.Sprint(info.Metadata) != fmt.Sprint(meta) {
+				t.Fatalf("%s: name %q payload %q error %q metadata %v; want %q %q %q %v",
+					step, info.Name, info.Payload, info.LastError, info.Metadata, "n|a:m,e", payload, lastErr, meta)
+			}
+		}
+		retry := backoff.Decision{Outcome: backoff.OutcomeRetry}
+		steps := []struct {
+			name, errText, meta string
+			wantErr             string
+			wantMeta            map[string]string
+		}{
+			{"fail keeping metadata", "boom: a|b", keepMeta, "boom: a|b", map[string]string{"k": "v0"}},
+			{"fail with new metadata", "", `{"k":"v1"}`, "", map[string]string{"k": "v1"}},
+			{"fail again", "third", keepMeta, "third", map[string]string{"k": "v1"}},
+			{"complete with new metadata", "-", `{"k":"v2","z":"|:,"}`, "third", map[string]string{"k": "v2", "z": "|:,"}},
+		}
+		for _, s := range steps {
+			jobs, tokens, _, err := w.reserve(1)
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("%s: reserve = %d jobs, %v", s.name, len(jobs), err)
+			}
+			var res []any
+			if s.errText == "-" {
+				res, err = w.complete(ctx, "j", tokens[0], s.meta)
+			} else {
+				res, err = w.fail(ctx, "j", tokens[0], retry, 5, s.errText, s.meta, false)
+			}
+			if err != nil || parseInt(res[0]) != 1 {
+				t.Fatalf("%s: %v, %v", s.name, res, err)
+			}
+			check(s.name, s.wantErr, s.wantMeta)
+			if s.errText != "-" {
+				if _, err := q.Promote(ctx); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(2 * time.Millisecond)
+				_, _ = q.Promote(ctx)
+			}
+		}
+	})
+}

@@ -37,17 +37,7 @@ for k, id in ipairs(ids) do
   elseif not rec then
     out[k] = {-2}
   else
-    -- The record's fixed fields lead it, up to the bar; an unreadable one
-    -- is an error of the script (the host then sends each job alone).
-    local bar = string.find(rec, '|', 1, true)
-    local attempts, holder, max, created, _, ftok
-    if bar then
-      attempts, holder, max, created, _, ftok =
-        string.match(string.sub(rec, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
-    end
-    if not attempts then
-      error('native: unreadable record of job ' .. id)
-    end
+    local bar, attempts, holder, max, created, _, ftok = rec_head(rec, id)
     if holder ~= token then
       if ftok == token then
         out[k] = {0}
@@ -55,15 +45,7 @@ for k, id in ipairs(ids) do
         out[k] = {-1}
       end
     else
-      if meta == '-' then
-        -- Only the fixed fields change (the lease is released, finished
-        -- and ftok set): swap them and keep the rest of the record as it is.
-        rec = table.concat({attempts, ',,', max, ',', created, ',', snow, ',', token, string.sub(rec, bar)})
-      else
-        local r = rec_decode(rec)
-        r.tok, r.finished, r.ftok, r.meta = '', snow, token, meta
-        rec = rec_encode(r)
-      end
+      rec = rec_ended(rec, bar, attempts, max, created, snow, token, nil, meta)
       ended[id] = token
       done[#done + 1] = id
       stored[#stored + 1] = id

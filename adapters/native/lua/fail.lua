@@ -42,19 +42,7 @@ for k, id in ipairs(ids) do
   elseif not rec then
     out[k] = {-2}
   else
-    -- Only the fixed fields, the error and (when given) the metadata
-    -- change, and they lead the record: splice them in and keep the rest
-    -- (name, payload) as it is. An unreadable record is an error of the
-    -- script (the host then sends each job alone).
-    local bar = string.find(rec, '|', 1, true)
-    local attempts, holder, max, created, finished, ftok
-    if bar then
-      attempts, holder, max, created, finished, ftok =
-        string.match(string.sub(rec, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
-    end
-    if not attempts then
-      error('native: unreadable record of job ' .. id)
-    end
+    local bar, attempts, holder, max, created, finished, ftok = rec_head(rec, id)
     local live = false
     if holder == token and ARGV[a + 8] == '1' then
       local deadline = redis.call('ZSCORE', KEYS[2], id)
@@ -80,12 +68,10 @@ for k, id in ipairs(ids) do
         retried[#retried + 1] = {id, fire}
         out[k] = {1, n, num(fire)}
       end
-      local err, meta = ARGV[a + 6], ARGV[a + 7]
       ended[id] = token
       done[#done + 1] = id
       stored[#stored + 1] = id
-      stored[#stored + 1] = attempts .. ',,' .. max .. ',' .. created .. ',' .. finished .. ',' .. token ..
-        '|' .. #err .. ':' .. err .. rec_after_err(rec, bar, meta)
+      stored[#stored + 1] = rec_ended(rec, bar, attempts, max, created, finished, token, ARGV[a + 6], ARGV[a + 7])
     end
   end
 end

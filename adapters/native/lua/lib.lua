@@ -93,39 +93,49 @@ end
 -- before); the three strings carry their byte length, the ones an attempt
 -- changes first; the payload is the rest. The Go side (record.go) reads the
 -- same layout.
-local function rec_decode(s)
-  local bar = string.find(s, '|', 1, true)
-  local r = {}
-  r.attempts, r.tok, r.max, r.created, r.finished, r.ftok =
-    string.match(string.sub(s, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
-  local pos = bar + 1
-  for _, f in ipairs({'err', 'meta', 'name'}) do
-    local colon = string.find(s, ':', pos, true)
-    local n = tonumber(string.sub(s, pos, colon - 1))
-    r[f] = string.sub(s, colon + 1, colon + n)
-    pos = colon + n + 1
-  end
-  r.payload = string.sub(s, pos)
-  return r
-end
-
 local function rec_encode(r)
   return table.concat({r.attempts, ',', r.tok, ',', r.max, ',', r.created, ',', r.finished, ',', r.ftok, '|',
     #r.err, ':', r.err, #r.meta, ':', r.meta, #r.name, ':', r.name, r.payload})
 end
 
--- rec_after_err returns what follows the error in record s (bar: the
--- position of its '|'), with the metadata replaced by meta unless meta is
--- '-': an attempt's end rewrites the fields that lead the record and
--- copies the rest (name, payload) as it is.
-local function rec_after_err(s, bar, meta)
+-- rec_head reads the fixed fields that lead record s of job id: the
+-- position of the '|' that ends them, then attempts, tok, max, created,
+-- finished and ftok. An unreadable record is an error of the script (the
+-- host then sends each job of a batch alone).
+local function rec_head(s, id)
+  local bar = string.find(s, '|', 1, true)
+  if bar then
+    local attempts, tok, max, created, finished, ftok =
+      string.match(string.sub(s, 1, bar - 1), '^(%d*),(%d*),(%d*),(%d*),(%d*),(%d*)$')
+    if attempts then
+      return bar, attempts, tok, max, created, finished, ftok
+    end
+  end
+  error('native: unreadable record of job ' .. id)
+end
+
+-- rec_ended rebuilds record s (bar: the position of its '|') for an
+-- attempt that ended: the lease is released, ftok is the ending
+-- reservation's token, finished is set as given, the error replaced when
+-- err is not nil and the metadata when meta is not '-'. Only what leads the
+-- record is rewritten; the rest (name, payload) is copied as it is.
+local function rec_ended(s, bar, attempts, max, created, finished, token, err, meta)
+  local head = attempts .. ',,' .. max .. ',' .. created .. ',' .. finished .. ',' .. token .. '|'
+  if err == nil and meta == '-' then
+    return head .. string.sub(s, bar + 1)
+  end
   local colon = string.find(s, ':', bar + 1, true)
   local pos = colon + tonumber(string.sub(s, bar + 1, colon - 1)) + 1
+  if err == nil then
+    err = string.sub(s, bar + 1, pos - 1)
+  else
+    err = #err .. ':' .. err
+  end
   if meta == '-' then
-    return string.sub(s, pos)
+    return head .. err .. string.sub(s, pos)
   end
   colon = string.find(s, ':', pos, true)
-  return #meta .. ':' .. meta .. string.sub(s, colon + tonumber(string.sub(s, pos, colon - 1)) + 1)
+  return head .. err .. #meta .. ':' .. meta .. string.sub(s, colon + tonumber(string.sub(s, pos, colon - 1)) + 1)
 end
 
 -- batch_read returns the job IDs of a batched call (ARGV[first], then every
