@@ -47,7 +47,7 @@
 //	<prefix>:{<queue>}:due        LIST  job IDs whose delay has passed, run before wait
 //	<prefix>:{<queue>}:active     ZSET  running jobs, scored by lease deadline (ms)
 //	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000+seq
-//	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms)
+//	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms), trimmed by retention
 //	<prefix>:{<queue>}:completed  ZSET  completed jobs, scored by finish time, trimmed by retention
 //	<prefix>:{<queue>}:jobs       HASH  job ID -> the job's record, one packed string
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on

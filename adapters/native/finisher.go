@@ -51,15 +51,13 @@ func (w *Worker) finisher() {
 	}
 }
 
-// completeHead is how many leading arguments of a complete call are the
-// queue's retention settings; each job adds id, token and metadata.
-const completeHead = 2
-
 // batchHead is how many leading arguments of a batched script's call are
-// shared by all its jobs; the rest of each request's arguments are its job's.
+// shared by all its jobs (complete and fail: the queue's retention of the
+// set they finish jobs into); the rest of each request's arguments are its
+// job's.
 func batchHead(s *redis.Script) int {
-	if s == scriptComplete {
-		return completeHead
+	if s == scriptComplete || s == scriptFail {
+		return 2
 	}
 	return 0
 }

@@ -24,7 +24,8 @@ const (
 	// StateCompleted means an attempt succeeded.
 	StateCompleted
 	// StateFailed means the job gave up for good: attempts exhausted or a
-	// permanent error.
+	// permanent error. It is kept for the inspector within the queue's
+	// [WithFailedRetention].
 	StateFailed
 )
 
@@ -145,7 +146,7 @@ type Counts struct {
 }
 
 // Counts returns how many jobs the queue holds in each state. Completed
-// counts the jobs still within retention.
+// and Failed count the jobs still within their retention.
 func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 	k := q.keys
 	var w, u, a, d, c, f *redis.IntCmd

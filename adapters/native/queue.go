@@ -30,6 +30,8 @@ type Queue struct {
 	maxPayload int
 	keepFor    time.Duration
 	keepMost   int
+	failFor    time.Duration
+	failMost   int
 }
 
 // A QueueOption configures a [Queue].
@@ -72,6 +74,26 @@ func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 	}
 }
 
+// WithFailedRetention sets how long jobs that failed for good (attempts
+// exhausted or a permanent error) are kept for the inspector (default 7
+// days, as River keeps discarded jobs) and how many at most (default 10000,
+// as asynq keeps archived tasks; -1 for no count limit). Past either limit
+// a failed job is deleted, record and all, by a later failure on the queue
+// (up to 100 per failure), so a queue that stops failing jobs keeps its
+// last ones.
+func WithFailedRetention(keepFor time.Duration, most int) QueueOption {
+	return func(q *Queue) error {
+		if keepFor < time.Millisecond {
+			return fmt.Errorf("native: failed retention %s is below 1ms, want a positive duration", keepFor)
+		}
+		if most < -1 {
+			return fmt.Errorf("native: failed count limit %d is invalid, want >= 0 or -1 for no limit", most)
+		}
+		q.failFor, q.failMost = keepFor, most
+		return nil
+	}
+}
+
 // NewQueue returns the queue called name on rdb, which may be a single
 // node, Sentinel or Cluster client. Any name is allowed, braces and colons
 // included; it is escaped inside the key's hash tag.
@@ -80,7 +102,7 @@ func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Que
 		return nil, errors.New("native: redis client is nil, want a redis.UniversalClient")
 	}
 	q := &Queue{rdb: rdb, name: name, prefix: DefaultPrefix, maxPayload: DefaultMaxPayload,
-		keepFor: 24 * time.Hour, keepMost: 10000}
+		keepFor: 24 * time.Hour, keepMost: 10000, failFor: 7 * 24 * time.Hour, failMost: 10000}
 	for _, o := range opts {
 		if o == nil {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -417,6 +418,10 @@ func TestBadInput(t *testing.T) {
 		{"empty queue", func() error { _, err := NewQueue(rdb, ""); return err }, "queue name is empty"},
 		{"braced prefix", func() error { _, err := NewQueue(rdb, "q", WithPrefix("a{b")); return err }, "contains '{' or '}'"},
 		{"zero payload limit", func() error { _, err := NewQueue(rdb, "q", WithMaxPayload(0)); return err }, "payload limit 0 is not positive"},
+		{"short completed retention", func() error { _, err := NewQueue(rdb, "q", WithCompletedRetention(0, 10)); return err }, "completed retention 0s is below 1ms"},
+		{"bad completed count", func() error { _, err := NewQueue(rdb, "q", WithCompletedRetention(time.Hour, -2)); return err }, "completed count limit -2 is invalid"},
+		{"short failed retention", func() error { _, err := NewQueue(rdb, "q", WithFailedRetention(0, 10)); return err }, "failed retention 0s is below 1ms"},
+		{"bad failed count", func() error { _, err := NewQueue(rdb, "q", WithFailedRetention(time.Hour, -2)); return err }, "failed count limit -2 is invalid"},
 		{"zero rule", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := NewWorker(q, backoff.Rule{}, func(context.Context, *Job) error { return nil })
@@ -486,7 +491,7 @@ func TestCompleteBatch(t *testing.T) {
 			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")), // the same call twice
 			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, "999999", "")),  // a foreign token
 			req(scriptComplete, w.completeKeys(jobs[2].ID), w.completeArgs(jobs[2].ID, tokens[2], "")),
-			req(scriptFail, w.failKeys(jobs[3].ID), failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)),
+			req(scriptFail, w.failKeys(jobs[3].ID), w.failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)),
 			req(scriptComplete, w.completeKeys(jobs[4].ID), w.completeArgs(jobs[4].ID, tokens[4], "")),
 		}
 		w.sendBatch(batch)
@@ -573,12 +578,12 @@ func TestFailBatch(t *testing.T) {
 		}
 		retry := backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: time.Hour}
 		batch := []*finishReq{
-			req(scriptFail, w.failKeys(jobs[0].ID), failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)),
-			req(scriptFail, w.failKeys(jobs[0].ID), failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)), // the same call twice
-			req(scriptFail, w.failKeys(jobs[1].ID), failArgs(jobs[1].ID, "999999", retry, 3, "x", keepMeta, false)),      // a foreign token
-			req(scriptFail, w.failKeys("nope"), failArgs("nope", "1", retry, 3, "x", keepMeta, false)),                   // an unknown job
-			req(scriptFail, w.failKeys(jobs[2].ID), failArgs(jobs[2].ID, tokens[2], retry, 1, "last", keepMeta, false)),
-			req(scriptFail, w.failKeys(jobs[3].ID), failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomePermanent}, 3, "perm", keepMeta, false)),
+			req(scriptFail, w.failKeys(jobs[0].ID), w.failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)),
+			req(scriptFail, w.failKeys(jobs[0].ID), w.failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)), // the same call twice
+			req(scriptFail, w.failKeys(jobs[1].ID), w.failArgs(jobs[1].ID, "999999", retry, 3, "x", keepMeta, false)),      // a foreign token
+			req(scriptFail, w.failKeys("nope"), w.failArgs("nope", "1", retry, 3, "x", keepMeta, false)),                   // an unknown job
+			req(scriptFail, w.failKeys(jobs[2].ID), w.failArgs(jobs[2].ID, tokens[2], retry, 1, "last", keepMeta, false)),
+			req(scriptFail, w.failKeys(jobs[3].ID), w.failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomePermanent}, 3, "perm", keepMeta, false)),
 			req(scriptComplete, w.completeKeys(jobs[4].ID), w.completeArgs(jobs[4].ID, tokens[4], keepMeta)),
 		}
 		w.sendBatch(batch)
@@ -666,4 +671,84 @@ func TestOutcomesKeepTheRestOfTheRecord(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Completed and failed jobs are kept within their retention: past the
+// count limit or the age limit the oldest go, record and all, trimmed by
+// a later completion or failure.
+func TestRetention(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opt  func(time.Duration, int) QueueOption
+		end  func(t *testing.T, w *Worker, id, token string)
+	}{
+		{"completed", WithCompletedRetention, func(t *testing.T, w *Worker, id, token string) {
+			if res, err := w.complete(context.Background(), id, token, keepMeta); err != nil || parseInt(res[0]) != 1 {
+				t.Fatalf("complete %s: %v, %v", id, res, err)
+			}
+		}},
+		{"failed", WithFailedRetention, func(t *testing.T, w *Worker, id, token string) {
+			d := backoff.Decision{Outcome: backoff.OutcomePermanent}
+			if res, err := w.fail(context.Background(), id, token, d, 3, "no", keepMeta, false); err != nil || parseInt(res[0]) != 2 {
+				t.Fatalf("fail %s: %v, %v", id, res, err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := miniredis.RunT(t)
+			start := time.UnixMilli(1_800_000_000_000)
+			m.SetTime(start)
+			rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+			t.Cleanup(func() { _ = rdb.Close() })
+			ctx := context.Background()
+			run := func(q *Queue, ids ...string) {
+				t.Helper()
+				w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+				for _, id := range ids {
+					if _, err := q.Enqueue(ctx, nil, WithID(id)); err != nil {
+						t.Fatal(err)
+					}
+					jobs, tokens, _, err := w.reserve(1)
+					if err != nil || len(jobs) != 1 {
+						t.Fatalf("reserve %s: %d jobs, %v", id, len(jobs), err)
+					}
+					c.end(t, w, id, tokens[0])
+				}
+			}
+			kept := func(q *Queue, want ...string) {
+				t.Helper()
+				set := q.keys.completed
+				if c.name == "failed" {
+					set = q.keys.failed
+				}
+				got, err := rdb.ZRange(ctx, set, 0, -1).Result()
+				if err != nil || strings.Join(got, ",") != strings.Join(want, ",") {
+					t.Fatalf("%s set holds %v (%v), want %v", c.name, got, err, want)
+				}
+				for _, id := range []string{"a", "b", "c", "d", "e"} {
+					_, err := q.Job(ctx, id)
+					if slices.Contains(want, id) != (err == nil) {
+						t.Fatalf("job %s: inspector says %v, kept %v", id, err, want)
+					}
+				}
+			}
+
+			// Count: at most 3 kept, the oldest dropped first.
+			byCount := newQueue(t, rdb, "rbt", "count", c.opt(time.Hour, 3))
+			for i, id := range []string{"a", "b", "c", "d", "e"} {
+				m.SetTime(start.Add(time.Duration(i) * time.Millisecond))
+				run(byCount, id)
+			}
+			kept(byCount, "c", "d", "e")
+
+			// Age: older than 10ms goes at the next end on the queue.
+			byAge := newQueue(t, rdb, "rbt", "age", c.opt(10*time.Millisecond, -1))
+			m.SetTime(start)
+			run(byAge, "a", "b")
+			m.SetTime(start.Add(20 * time.Millisecond))
+			kept(byAge, "a", "b") // nothing ended since: both stay
+			run(byAge, "c")
+			kept(byAge, "c")
+		})
+	}
 }

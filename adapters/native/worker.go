@@ -603,7 +603,7 @@ func (w *Worker) run(j *Job, token string) {
 	if err != nil {
 		result.Err = err
 		result.Decision = w.decide(j, err)
-		s, keys, args = scriptFail, w.failKeys(j.ID), failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+		s, keys, args = scriptFail, w.failKeys(j.ID), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
 	}
 	// Hand the outcome over, then free the slot: the fetch loop, woken by
 	// the free slot, stores the outcome in the same round trip as the
@@ -752,7 +752,7 @@ func (w *Worker) completeArgs(id, token, meta string) []any {
 
 // fail runs the fail script directly (not batched).
 func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) ([]any, error) {
-	return oneReply(scriptFail.Run(ctx, w.q.rdb, w.failKeys(id), failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice())
+	return oneReply(scriptFail.Run(ctx, w.q.rdb, w.failKeys(id), w.failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice())
 }
 
 func (w *Worker) failKeys(id string) []string {
@@ -760,7 +760,7 @@ func (w *Worker) failKeys(id string) []string {
 	return []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
 }
 
-func failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) []any {
+func (w *Worker) failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) []any {
 	permanent, rec := 0, 0
 	if d.Outcome == backoff.OutcomePermanent {
 		permanent = 1
@@ -768,7 +768,7 @@ func failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta s
 	if reclaim {
 		rec = 1
 	}
-	return []any{id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
+	return []any{w.q.failFor.Milliseconds(), w.q.failMost, id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
 }
 
 func (w *Worker) observeStart(ctx context.Context, a observe.Attempt) (out context.Context) {

@@ -62,19 +62,5 @@ end
 redis.call('ZREM', KEYS[2], unpack(done))
 redis.call('HSET', KEYS[1], unpack(stored))
 redis.call('ZADD', KEYS[3], unpack(scored))
--- Retention, at most 100 records plus one per job just completed: older
--- than keepFor, then beyond the count limit, oldest first.
-local most_trim = 100 + #done
-local old = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', '(' .. num(now - tonumber(ARGV[1])), 'LIMIT', 0, most_trim)
-local most = tonumber(ARGV[2])
-if #old == 0 and most >= 0 then
-  local over = redis.call('ZCARD', KEYS[3]) - most
-  if over > 0 then
-    old = redis.call('ZRANGE', KEYS[3], 0, math.min(over, most_trim) - 1)
-  end
-end
-if #old > 0 then
-  redis.call('ZREM', KEYS[3], unpack(old))
-  redis.call('HDEL', KEYS[1], unpack(old))
-end
+trim_finished(KEYS[3], KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]), #done)
 return out

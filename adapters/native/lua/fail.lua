@@ -6,9 +6,11 @@
 -- that arrive together in one call); each is checked and stored in turn,
 -- exactly as if it had been sent alone.
 -- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 marker, 6 counter
--- ARGV: for each job: id, lease token, delay (microseconds), permanent
---       (1/0), max attempts, error text, metadata (JSON; "-" keeps the
---       stored one), reclaim (1: only if the lease has expired)
+-- ARGV: 1 failed retention ms (> 0), 2 most failed jobs kept (-1 = no
+--       count limit), then for each job: id, lease token, delay
+--       (microseconds), permanent (1/0), max attempts, error text,
+--       metadata (JSON; "-" keeps the stored one), reclaim (1: only if the
+--       lease has expired)
 -- Returns one reply per job, in order: {1, attempts, fire_ms} retried;
 -- {2, attempts, finished_ms} failed; {0} already finished with this token;
 -- {-1} stale lease; {-2} unknown job; {-3} reclaim refused, the lease is
@@ -17,7 +19,7 @@ local us = now_us()
 local now = math.floor(us / 1000)
 local snow = num(now)
 local out = {}
-local ids, recs = batch_read(KEYS[1], 1, 8)
+local ids, recs = batch_read(KEYS[1], 3, 8)
 if #ids == 0 then
   return out
 end
@@ -27,7 +29,7 @@ end
 local ended = {}
 local done, stored, failed, retried = {}, {}, {}, {}
 for k, id in ipairs(ids) do
-  local a = 8 * (k - 1)
+  local a = 8 * (k - 1) + 2
   local token = ARGV[a + 2]
   local rec = recs[k]
   if token == '' then
@@ -82,6 +84,7 @@ redis.call('ZREM', KEYS[2], unpack(done))
 redis.call('HSET', KEYS[1], unpack(stored))
 if #failed > 0 then
   redis.call('ZADD', KEYS[4], unpack(failed))
+  trim_finished(KEYS[4], KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]), #failed / 2)
 end
 if #retried > 0 then
   schedule_all(KEYS[3], KEYS[6], KEYS[5], retried)
