@@ -256,3 +256,45 @@ func TestRedisOutage(t *testing.T) {
 	}
 	t.Logf("%d errors reported during the outage", errs.Load())
 }
+
+// Shutdown ends an idle worker's block on the wake-up marker instead of
+// waiting out its timeout, and the wake-up it sends for that is consumed
+// by the worker itself, not left for the next one.
+func TestShutdownEndsTheBlock(t *testing.T) {
+	eachBackend(t, func(t *testing.T, shared redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		// A block far longer than Shutdown may take: the client's read
+		// timeout must outlast it.
+		rdb := redis.NewClient(&redis.Options{Addr: shared.(*redis.Client).Options().Addr, ReadTimeout: time.Minute})
+		t.Cleanup(func() { _ = rdb.Close() })
+		q := newQueue(t, rdb, prefix, "block")
+		w, err := NewWorker(q, fixedRule(t, time.Second, 3), func(context.Context, *Job) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.block = 30 * time.Second
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for !w.blocked.Load() {
+			if time.Now().After(deadline) {
+				t.Fatal("the idle worker never blocked on the marker")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		done := make(chan error, 1)
+		go func() { done <- w.Shutdown(ctx) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatal("Shutdown is waiting out the 30s block on the marker")
+		}
+		if n, err := rdb.ZCard(ctx, q.keys.marker).Result(); err != nil || n != 0 {
+			t.Fatalf("marker holds %d members after Shutdown (%v), want 0: the stop wake-up was left behind", n, err)
+		}
+	})
+}

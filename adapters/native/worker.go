@@ -83,6 +83,7 @@ type Worker struct {
 	listenReq chan struct{}
 	finishCh  chan *finishReq
 	waiting   atomic.Bool
+	blocked   atomic.Bool // the listener is in its BZPOPMIN
 	abandoned atomic.Bool
 
 	mu      sync.Mutex
@@ -304,6 +305,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 		return nil
 	}
 	w.stopOnce.Do(func() { close(w.stop) })
+	w.wakeListener()
 	<-w.fetchDone
 	done := make(chan struct{})
 	go func() { w.handlers.Wait(); close(done) }()
