@@ -63,14 +63,8 @@ func WithMaxPayload(n int) QueueOption {
 // queue that stops completing jobs keeps its last ones.
 func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
-		if keepFor < time.Millisecond {
-			return fmt.Errorf("native: completed retention %s is below 1ms, want a positive duration", keepFor)
-		}
-		if most < -1 {
-			return fmt.Errorf("native: completed count limit %d is invalid, want >= 0 or -1 for no limit", most)
-		}
 		q.keepFor, q.keepMost = keepFor, most
-		return nil
+		return checkRetention("completed", keepFor, most)
 	}
 }
 
@@ -83,15 +77,20 @@ func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 // last ones.
 func WithFailedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
-		if keepFor < time.Millisecond {
-			return fmt.Errorf("native: failed retention %s is below 1ms, want a positive duration", keepFor)
-		}
-		if most < -1 {
-			return fmt.Errorf("native: failed count limit %d is invalid, want >= 0 or -1 for no limit", most)
-		}
 		q.failFor, q.failMost = keepFor, most
-		return nil
+		return checkRetention("failed", keepFor, most)
 	}
+}
+
+// checkRetention validates the retention of the completed or failed set.
+func checkRetention(set string, keepFor time.Duration, most int) error {
+	if keepFor < time.Millisecond {
+		return fmt.Errorf("native: %s retention %s is below 1ms, want a positive duration", set, keepFor)
+	}
+	if most < -1 {
+		return fmt.Errorf("native: %s count limit %d is invalid, want >= 0 or -1 for no limit", set, most)
+	}
+	return nil
 }
 
 // NewQueue returns the queue called name on rdb, which may be a single

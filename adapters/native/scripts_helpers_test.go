@@ -27,8 +27,8 @@ func TestScriptsCarryOnlyTheHelpersTheyUse(t *testing.T) {
 		has, lack []string
 	}{
 		{scriptSource("reserve"), "reserve", []string{"num", "now_us", "promote_due", "next_due", "wake"}, []string{"rec_head", "schedule"}},
-		{scriptSource("fail"), "fail", []string{"rec_head", "rec_ended", "schedule_all", "delayed_score", "wake", "fire_ms", "trim_finished"}, []string{"rec_encode", "promote_due", "next_due", "schedule"}},
-		{scriptSource("complete"), "complete", []string{"rec_head", "rec_ended", "batch_read", "trim_finished"}, []string{"rec_encode", "schedule_all", "wake"}},
+		{scriptSource("fail"), "fail", []string{"claim", "rec_head", "rec_ended", "schedule_all", "delayed_score", "wake", "fire_ms", "trim_finished"}, []string{"rec_encode", "promote_due", "next_due", "schedule"}},
+		{scriptSource("complete"), "complete", []string{"claim", "rec_head", "rec_ended", "batch_read", "trim_finished"}, []string{"rec_encode", "schedule_all", "wake"}},
 		{scriptSource("extend"), "extend", []string{"num", "now_us"}, []string{"rec_head", "wake"}},
 	}
 	for _, c := range cases {

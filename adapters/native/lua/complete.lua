@@ -24,36 +24,17 @@ local ended = {}
 local done, stored, scored = {}, {}, {}
 for k, id in ipairs(ids) do
   local token, meta = ARGV[3 * k + 1], ARGV[3 * k + 2]
-  local rec = recs[k]
-  if token == '' then
-    -- No reservation has an empty token: the caller holds nothing.
-    out[k] = {-1}
-  elseif ended[id] then
-    if ended[id] == token then
-      out[k] = {0}
-    else
-      out[k] = {-1}
-    end
-  elseif not rec then
-    out[k] = {-2}
+  local reply, bar, attempts, max, created = claim(id, token, recs[k], ended)
+  if reply then
+    out[k] = reply
   else
-    local bar, attempts, holder, max, created, _, ftok = rec_head(rec, id)
-    if holder ~= token then
-      if ftok == token then
-        out[k] = {0}
-      else
-        out[k] = {-1}
-      end
-    else
-      rec = rec_ended(rec, bar, attempts, max, created, snow, token, nil, meta)
-      ended[id] = token
-      done[#done + 1] = id
-      stored[#stored + 1] = id
-      stored[#stored + 1] = rec
-      scored[#scored + 1] = snow
-      scored[#scored + 1] = id
-      out[k] = {1, snow}
-    end
+    ended[id] = token
+    done[#done + 1] = id
+    stored[#stored + 1] = id
+    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, snow, token, nil, meta)
+    scored[#scored + 1] = snow
+    scored[#scored + 1] = id
+    out[k] = {1, snow}
   end
 end
 if #done == 0 then

@@ -31,50 +31,32 @@ local done, stored, failed, retried = {}, {}, {}, {}
 for k, id in ipairs(ids) do
   local a = 8 * (k - 1) + 2
   local token = ARGV[a + 2]
-  local rec = recs[k]
-  if token == '' then
-    -- No reservation has an empty token: the caller holds nothing.
-    out[k] = {-1}
-  elseif ended[id] then
-    if ended[id] == token then
-      out[k] = {0}
-    else
-      out[k] = {-1}
+  local reply, bar, attempts, max, created, finished = claim(id, token, recs[k], ended)
+  if not reply and ARGV[a + 8] == '1' then
+    -- A reclaim ends only a lease that has run out.
+    local deadline = redis.call('ZSCORE', KEYS[2], id)
+    if deadline and tonumber(deadline) > now then
+      reply = {-3}
     end
-  elseif not rec then
-    out[k] = {-2}
+  end
+  if reply then
+    out[k] = reply
   else
-    local bar, attempts, holder, max, created, finished, ftok = rec_head(rec, id)
-    local live = false
-    if holder == token and ARGV[a + 8] == '1' then
-      local deadline = redis.call('ZSCORE', KEYS[2], id)
-      live = deadline and tonumber(deadline) > now
-    end
-    if holder ~= token then
-      if ftok == token then
-        out[k] = {0}
-      else
-        out[k] = {-1}
-      end
-    elseif live then
-      out[k] = {-3}
+    local n = tonumber(attempts)
+    if ARGV[a + 4] == '1' or n >= tonumber(ARGV[a + 5]) then
+      finished = snow
+      failed[#failed + 1] = snow
+      failed[#failed + 1] = id
+      out[k] = {2, n, snow}
     else
-      local n = tonumber(attempts)
-      if ARGV[a + 4] == '1' or n >= tonumber(ARGV[a + 5]) then
-        finished = snow
-        failed[#failed + 1] = snow
-        failed[#failed + 1] = id
-        out[k] = {2, n, snow}
-      else
-        local fire = fire_ms(us, tonumber(ARGV[a + 3]))
-        retried[#retried + 1] = {id, fire}
-        out[k] = {1, n, num(fire)}
-      end
-      ended[id] = token
-      done[#done + 1] = id
-      stored[#stored + 1] = id
-      stored[#stored + 1] = rec_ended(rec, bar, attempts, max, created, finished, token, ARGV[a + 6], ARGV[a + 7])
+      local fire = fire_ms(us, tonumber(ARGV[a + 3]))
+      retried[#retried + 1] = {id, fire}
+      out[k] = {1, n, num(fire)}
     end
+    ended[id] = token
+    done[#done + 1] = id
+    stored[#stored + 1] = id
+    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, token, ARGV[a + 6], ARGV[a + 7])
   end
 end
 if #done == 0 then
