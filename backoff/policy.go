@@ -44,12 +44,10 @@ func delayOf(p Policy, attempt int, src Source) time.Duration {
 	attempt = max(attempt, 1)
 	// A chain of assertions compiles to one pointer compare each, cheaper
 	// than a type switch's jump table for the few types that matter; the
-	// most used come first.
+	// most used come first. Delay answers a fixed policy inline, so here
+	// it only serves one nested in a wrapper and comes after full jitter.
 	if q, ok := p.(ExponentialPolicy); ok {
 		return q.curve(attempt)
-	}
-	if q, ok := p.(FixedPolicy); ok {
-		return q.d
 	}
 	if q, ok := p.(FullJitterPolicy); ok {
 		// FullJitterPolicy.Delay, written out here on purpose: full jitter
@@ -69,6 +67,9 @@ func delayOf(p Policy, attempt int, src Source) time.Duration {
 			r = fresh()
 		}
 		return q.apply(d, r)
+	}
+	if q, ok := p.(FixedPolicy); ok {
+		return q.d
 	}
 	if q, ok := p.(ProportionalPolicy); ok {
 		return q.Delay(attempt, src)
