@@ -28,7 +28,7 @@ func TestPostedOutcomeSurvivesStop(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("reserve = %d jobs, %v; want 1", len(jobs), err)
 	}
-	r := w.post(scriptComplete, w.completeKeys("a"), w.completeArgs("a", tokens[0], keepMeta))
+	r := w.post(scriptComplete, w.completeKeys(), w.completeArgs("a", tokens[0], keepMeta))
 	if r == nil {
 		t.Fatal("post refused the call while the worker runs")
 	}

@@ -19,11 +19,15 @@ type keys struct {
 	jobs      string // HASH id -> the job's packed record (record.go)
 	marker    string // ZSET wake-up marker idle workers block on
 	counter   string // STRING counter: lease tokens and delayed sequence
+
+	// The KEYS of the complete and fail scripts, built once: every
+	// outcome sends one of them.
+	completeKeys, failKeys []string
 }
 
 func newKeys(prefix, queue string) keys {
 	base := prefix + ":{" + escapeTag(queue) + "}:"
-	return keys{
+	k := keys{
 		base:      base,
 		wait:      base + "wait",
 		due:       base + "due",
@@ -35,6 +39,9 @@ func newKeys(prefix, queue string) keys {
 		marker:    base + "marker",
 		counter:   base + "counter",
 	}
+	k.completeKeys = []string{k.jobs, k.active, k.completed}
+	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
+	return k
 }
 
 // escapeTag makes a queue name safe inside a hash tag: Redis Cluster takes

@@ -264,6 +264,9 @@ func parseInt(v any) int64 {
 	case int64:
 		return x
 	case string:
+		if x == "" {
+			return 0 // an unset field: no error to build and drop
+		}
 		n, _ := strconv.ParseInt(x, 10, 64)
 		return n
 	}

@@ -38,9 +38,12 @@ func decodeRecord(s string) (record, error) {
 	if !ok {
 		return bad("no '|'")
 	}
-	f := strings.Split(head, ",")
-	if len(f) != 6 {
-		return bad("header has " + strconv.Itoa(len(f)) + " fields")
+	var f [6]string
+	for i := range f {
+		var ok bool
+		if f[i], head, ok = strings.Cut(head, ","); ok != (i < len(f)-1) {
+			return bad("header has " + strconv.Itoa(strings.Count(s[:strings.IndexByte(s, '|')], ",")+1) + " fields, want 6")
+		}
 	}
 	r.attempts = int(parseInt(f[0]))
 	r.tok = f[1]

@@ -487,12 +487,12 @@ func TestCompleteBatch(t *testing.T) {
 			return &finishReq{ctx: ctx, script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
 		}
 		batch := []*finishReq{
-			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")),
-			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")), // the same call twice
-			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, "999999", "")),  // a foreign token
-			req(scriptComplete, w.completeKeys(jobs[2].ID), w.completeArgs(jobs[2].ID, tokens[2], "")),
-			req(scriptFail, w.failKeys(jobs[3].ID), w.failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)),
-			req(scriptComplete, w.completeKeys(jobs[4].ID), w.completeArgs(jobs[4].ID, tokens[4], "")),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[0].ID, tokens[0], "")),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[0].ID, tokens[0], "")), // the same call twice
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[1].ID, "999999", "")),  // a foreign token
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[2].ID, tokens[2], "")),
+			req(scriptFail, w.failKeys(), w.failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomeRetry}, 3, "x", "", false)),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[4].ID, tokens[4], "")),
 		}
 		w.sendBatch(batch)
 		// 99: an error. Job 0 may answer 0 to its first call too: the
@@ -534,9 +534,9 @@ func TestCompleteBatch(t *testing.T) {
 			t.Fatalf("reserve(2) = %d jobs, %v; want 2", len(jobs), err)
 		}
 		batch = []*finishReq{
-			req(scriptComplete, w.completeKeys(jobs[0].ID), w.completeArgs(jobs[0].ID, tokens[0], "")),
-			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, tokens[1], "")),
-			req(scriptComplete, w.completeKeys(jobs[1].ID), w.completeArgs(jobs[1].ID, tokens[1], "")),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[0].ID, tokens[0], "")),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[1].ID, tokens[1], "")),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[1].ID, tokens[1], "")),
 		}
 		w.sendBatch(batch)
 		for i, want := range []int64{1, 1, 0} {
@@ -578,13 +578,13 @@ func TestFailBatch(t *testing.T) {
 		}
 		retry := backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: time.Hour}
 		batch := []*finishReq{
-			req(scriptFail, w.failKeys(jobs[0].ID), w.failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)),
-			req(scriptFail, w.failKeys(jobs[0].ID), w.failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)), // the same call twice
-			req(scriptFail, w.failKeys(jobs[1].ID), w.failArgs(jobs[1].ID, "999999", retry, 3, "x", keepMeta, false)),      // a foreign token
-			req(scriptFail, w.failKeys("nope"), w.failArgs("nope", "1", retry, 3, "x", keepMeta, false)),                   // an unknown job
-			req(scriptFail, w.failKeys(jobs[2].ID), w.failArgs(jobs[2].ID, tokens[2], retry, 1, "last", keepMeta, false)),
-			req(scriptFail, w.failKeys(jobs[3].ID), w.failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomePermanent}, 3, "perm", keepMeta, false)),
-			req(scriptComplete, w.completeKeys(jobs[4].ID), w.completeArgs(jobs[4].ID, tokens[4], keepMeta)),
+			req(scriptFail, w.failKeys(), w.failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)),
+			req(scriptFail, w.failKeys(), w.failArgs(jobs[0].ID, tokens[0], retry, 3, "first", keepMeta, false)), // the same call twice
+			req(scriptFail, w.failKeys(), w.failArgs(jobs[1].ID, "999999", retry, 3, "x", keepMeta, false)),      // a foreign token
+			req(scriptFail, w.failKeys(), w.failArgs("nope", "1", retry, 3, "x", keepMeta, false)),               // an unknown job
+			req(scriptFail, w.failKeys(), w.failArgs(jobs[2].ID, tokens[2], retry, 1, "last", keepMeta, false)),
+			req(scriptFail, w.failKeys(), w.failArgs(jobs[3].ID, tokens[3], backoff.Decision{Outcome: backoff.OutcomePermanent}, 3, "perm", keepMeta, false)),
+			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[4].ID, tokens[4], keepMeta)),
 		}
 		w.sendBatch(batch)
 		for i, want := range []int64{1, 0, -1, -2, 2, 2, 1} {

@@ -601,11 +601,11 @@ func (w *Worker) run(j *Job, token string) {
 		meta = keepMeta
 	}
 	var result observe.Result
-	s, keys, args := scriptComplete, w.completeKeys(j.ID), w.completeArgs(j.ID, token, meta)
+	s, keys, args := scriptComplete, w.completeKeys(), w.completeArgs(j.ID, token, meta)
 	if err != nil {
 		result.Err = err
 		result.Decision = w.decide(j, err)
-		s, keys, args = scriptFail, w.failKeys(j.ID), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+		s, keys, args = scriptFail, w.failKeys(), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
 	}
 	// Hand the outcome over, then free the slot: the fetch loop, woken by
 	// the free slot, stores the outcome in the same round trip as the
@@ -719,7 +719,7 @@ const keepMeta = "-"
 
 // complete runs the complete script directly (not batched).
 func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
-	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(id), w.completeArgs(id, token, meta)...).Slice())
+	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(), w.completeArgs(id, token, meta)...).Slice())
 }
 
 // oneReply unwraps the reply of a complete or fail call that ended one
@@ -743,10 +743,8 @@ func jobReply(v any) ([]any, error) {
 	return r, nil
 }
 
-func (w *Worker) completeKeys(id string) []string {
-	k := w.q.keys
-	return []string{k.jobs, k.active, k.completed}
-}
+// completeKeys returns the complete script's KEYS.
+func (w *Worker) completeKeys() []string { return w.q.keys.completeKeys }
 
 func (w *Worker) completeArgs(id, token, meta string) []any {
 	return []any{w.q.keepFor.Milliseconds(), w.q.keepMost, id, token, meta}
@@ -754,13 +752,11 @@ func (w *Worker) completeArgs(id, token, meta string) []any {
 
 // fail runs the fail script directly (not batched).
 func (w *Worker) fail(ctx context.Context, id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) ([]any, error) {
-	return oneReply(scriptFail.Run(ctx, w.q.rdb, w.failKeys(id), w.failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice())
+	return oneReply(scriptFail.Run(ctx, w.q.rdb, w.failKeys(), w.failArgs(id, token, d, maxAttempts, msg, meta, reclaim)...).Slice())
 }
 
-func (w *Worker) failKeys(id string) []string {
-	k := w.q.keys
-	return []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
-}
+// failKeys returns the fail script's KEYS.
+func (w *Worker) failKeys() []string { return w.q.keys.failKeys }
 
 func (w *Worker) failArgs(id, token string, d backoff.Decision, maxAttempts int, msg, meta string, reclaim bool) []any {
 	permanent, rec := 0, 0
