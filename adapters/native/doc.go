@@ -29,6 +29,13 @@
 // that one number and adds it to the Redis server's clock. Attempt numbers
 // are 1-based and MaxAttempts counts every run, as everywhere in rebound.
 //
+// A job whose delay has passed (a retry, or a first run enqueued with
+// [WithDelay]) moves to the due list, which workers drain before the wait
+// list: a due retry does not queue behind a backlog of fresh jobs, so its
+// lateness is bounded by the workers' capacity, not by the backlog. Jobs
+// that completed or failed for good stay for the inspector within the
+// queue's [WithCompletedRetention] and [WithFailedRetention].
+//
 // Each reservation carries a lease, renewed every third of its length while
 // the handler runs. A worker that dies loses its lease; another worker
 // reclaims the job through the same fail path, so the lost attempt counts
