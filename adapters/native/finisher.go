@@ -11,7 +11,6 @@ import (
 
 // finishReq is one complete or fail call waiting to be sent.
 type finishReq struct {
-	ctx    context.Context
 	script *redis.Script
 	keys   []string
 	args   []any
@@ -128,11 +127,14 @@ func (w *Worker) answerBatch(b *outcomeBatch) {
 }
 
 // answer hands each request of one batched script call its own job's reply.
+// A call sent again here is bounded by the client's own timeouts, like the
+// round trip that carried the batch.
 func (w *Worker) answer(s *redis.Script, reqs []*finishReq, args []any, cmd *redis.Cmd) {
+	ctx := context.Background()
 	res, err := cmd.Slice()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// First use on this server: Run loads the script.
-		res, err = s.Run(reqs[0].ctx, w.q.rdb, reqs[0].keys, args...).Slice()
+		res, err = s.Run(ctx, w.q.rdb, reqs[0].keys, args...).Slice()
 	}
 	var rerr redis.Error
 	switch {
@@ -147,7 +149,7 @@ func (w *Worker) answer(s *redis.Script, reqs []*finishReq, args []any, cmd *red
 		// trouble stays its own. Jobs the batch already ended answer
 		// "already finished with this token".
 		for _, r := range reqs {
-			out, jerr := oneReply(s.Run(r.ctx, w.q.rdb, r.keys, r.args...).Slice())
+			out, jerr := oneReply(s.Run(ctx, w.q.rdb, r.keys, r.args...).Slice())
 			r.done <- finishRes{out, jerr}
 		}
 	default:
@@ -165,7 +167,7 @@ func (w *Worker) answer(s *redis.Script, reqs []*finishReq, args []any, cmd *red
 // background goroutines have stopped: the caller then sends the call
 // itself.
 func (w *Worker) post(s *redis.Script, keys []string, args []any) *finishReq {
-	r := &finishReq{ctx: context.Background(), script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+	r := &finishReq{script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
 	select {
 	case <-w.bgStop:
 		return nil

@@ -484,7 +484,7 @@ func TestCompleteBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		req := func(s *redis.Script, keys []string, args []any) *finishReq {
-			return &finishReq{ctx: ctx, script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+			return &finishReq{script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
 		}
 		batch := []*finishReq{
 			req(scriptComplete, w.completeKeys(), w.completeArgs(jobs[0].ID, tokens[0], "")),
@@ -574,7 +574,7 @@ func TestFailBatch(t *testing.T) {
 			t.Fatalf("reserve(5) = %d jobs, %v; want 5", len(jobs), err)
 		}
 		req := func(s *redis.Script, keys []string, args []any) *finishReq {
-			return &finishReq{ctx: ctx, script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+			return &finishReq{script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
 		}
 		retry := backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: time.Hour}
 		batch := []*finishReq{
