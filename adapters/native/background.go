@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rebound-go/rebound/backoff"
 )
 
 // stopMarker is the marker member Shutdown adds to end its own worker's
@@ -67,8 +65,7 @@ func (w *Worker) listen() {
 			}
 			if err != nil {
 				failures++
-				w.report(fmt.Errorf("native: wait for jobs on queue %q (retry %d): %w", w.q.name, failures, err))
-				if !w.sleep(backoff.Delay(w.reconnect, failures, backoff.Source{}), w.stop) {
+				if !w.pause("wait for jobs", failures, err) {
 					return
 				}
 				continue

@@ -363,6 +363,14 @@ func (w *Worker) report(err error) {
 	w.onError(err)
 }
 
+// pause reports the failures-th consecutive failure of what, then waits
+// the reconnect backoff for it; it reports false if the worker stopped
+// meanwhile.
+func (w *Worker) pause(what string, failures int, err error) bool {
+	w.report(fmt.Errorf("native: %s on queue %q (retry %d): %w", what, w.q.name, failures, err))
+	return w.sleep(backoff.Delay(w.reconnect, failures, backoff.Source{}), w.stop)
+}
+
 // sleep waits d, or until the worker stops; it reports whether it slept.
 func (w *Worker) sleep(d time.Duration, stop <-chan struct{}) bool {
 	t := time.NewTimer(d)
@@ -430,8 +438,7 @@ func (w *Worker) fetchLoop() {
 		}
 		if err != nil {
 			failures++
-			w.report(fmt.Errorf("native: reserve on queue %q (retry %d): %w", w.q.name, failures, err))
-			if !w.sleep(backoff.Delay(w.reconnect, failures, backoff.Source{}), w.stop) {
+			if !w.pause("reserve", failures, err) {
 				return
 			}
 			continue
