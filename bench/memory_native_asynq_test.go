@@ -3,8 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,22 +53,8 @@ func BenchmarkMemory(b *testing.B) {
 // open different numbers of pooled connections, which is no per-job cost.
 func dataMemory(b *testing.B, c *redis.Client) float64 {
 	b.Helper()
-	used := usedMemory(b, c)
-	info, err := c.Info(context.Background(), "memory").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "mem_clients_normal:"); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			return used - n
-		}
-	}
-	b.Fatal("INFO memory has no mem_clients_normal")
-	return 0
+	m := infoNumbers(b, c, "memory", "used_memory", "mem_clients_normal")
+	return m[0] - m[1]
 }
 
 func reportMemory(b *testing.B, before, after float64) {

@@ -60,24 +60,31 @@ func privateRedis(b *testing.B) *redis.Client {
 	return c
 }
 
-// usedMemory returns the server's used_memory in bytes.
-func usedMemory(b *testing.B, c *redis.Client) float64 {
+// infoNumbers reads the numeric fields of one INFO section, all from the
+// same reply, in the order asked; a field missing or not a number fails b.
+func infoNumbers(b *testing.B, c *redis.Client, section string, fields ...string) []float64 {
 	b.Helper()
-	info, err := c.Info(context.Background(), "memory").Result()
+	info, err := c.Info(context.Background(), section).Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
+	out := make([]float64, len(fields))
+	for i, f := range fields {
+		found := false
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), f+":"); ok {
+				if out[i], err = strconv.ParseFloat(v, 64); err != nil {
+					b.Fatalf("INFO %s: %s: %v", section, f, err)
+				}
+				found = true
+				break
 			}
-			return n
+		}
+		if !found {
+			b.Fatalf("INFO %s has no %s", section, f)
 		}
 	}
-	b.Fatal("INFO memory has no used_memory")
-	return 0
+	return out
 }
 
 // redisVersion returns the server's version, for the log.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,23 +120,8 @@ func (c *throughputClock) stop(b *testing.B) throughputRound {
 
 // redisCPUSeconds is the server's used_cpu_user + used_cpu_sys.
 func redisCPUSeconds(b *testing.B, rdb *redis.Client) float64 {
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "used_cpu_user" && name != "used_cpu_sys") {
-			continue
-		}
-		var v float64
-		if _, err := fmt.Sscan(value, &v); err != nil {
-			b.Fatalf("INFO cpu: %s: %v", line, err)
-		}
-		total += v
-	}
-	return total
+	cpu := infoNumbers(b, rdb, "cpu", "used_cpu_user", "used_cpu_sys")
+	return cpu[0] + cpu[1]
 }
 
 // processCPUSeconds is this process's CPU time, 0 where it cannot be read.
