@@ -103,3 +103,14 @@ func waitState(t testing.TB, q *Queue, id string, want State, within time.Durati
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// reserve leases up to n jobs, as the fetch loop does with no outcomes to
+// store.
+func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
+	return w.reserveWith(n, nil)
+}
+
+// complete runs the complete script for one job, not batched.
+func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
+	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(), w.completeArgs(id, token, meta)...).Slice())
+}

@@ -495,15 +495,10 @@ func (w *Worker) drainOutcomes(outs []*finishReq) []*finishReq {
 // limit).
 const reserveBatch = 1000
 
-// reserve runs the reserve script for up to n jobs, which come back with
-// their records in the same reply. due is when, by the local clock, the
-// earliest delayed job becomes due (taken as the reply arrives).
-func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
-	return w.reserveWith(n, nil)
-}
-
-// reserveWith is reserve that first stores the outcomes in outs, in the
-// same round trip.
+// reserveWith runs the reserve script for up to n jobs, which come back
+// with their records in the same reply, after storing the outcomes in outs
+// in the same round trip. due is when, by the local clock, the earliest
+// delayed job becomes due (taken as the reply arrives).
 func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.Time, error) {
 	k := w.q.keys
 	ctx := context.Background()
@@ -723,11 +718,6 @@ func isTransient(err error) bool {
 // keepMeta is the metadata argument of complete and fail that keeps the
 // stored metadata.
 const keepMeta = "-"
-
-// complete runs the complete script directly (not batched).
-func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
-	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(), w.completeArgs(id, token, meta)...).Slice())
-}
 
 // oneReply unwraps the reply of a complete or fail call that ended one
 // job: the scripts answer with one reply per job.
