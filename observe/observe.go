@@ -54,57 +54,61 @@ type Attempt struct {
 //
 // The zero Result is a success. A failed attempt has Err set and the retry
 // decision rebound made for it. An attempt that ended without counting as
-// one (a snooze, an interrupted run) has Uncounted set as well: see
-// [Uncounted].
+// one (a snooze, an interrupted run) has Counting set to say so: see
+// [Counting].
 type Result struct {
-	// Err is the attempt's error; nil means it succeeded. When Uncounted is
-	// set, Err is what the handler or engine returned (river.JobSnooze's
-	// error, the context's cancellation), kept for information: it is not
-	// a failure.
+	// Err is the attempt's error; nil means it succeeded. When Counting is
+	// not Counted, Err is what the handler or engine returned
+	// (river.JobSnooze's error, the context's cancellation), kept for
+	// information: it is not a failure.
 	Err error
 	// Decision is the retry decision rebound made for a failed attempt:
-	// retry after a delay, exhausted, or permanent. Zero on success. When
-	// Uncounted is set, the decision is the engine's, not the rule's: a
-	// retry whose Delay is the time until FireAt, so that an observer
-	// written before Uncounted existed still sees the job run again.
+	// retry after a delay, exhausted, or permanent. Zero on success. For an
+	// attempt that did not count, the decision is the engine's, not the
+	// rule's: a retry whose Delay is the time until FireAt, so that an
+	// observer that ignores Counting still sees the job run again.
 	Decision backoff.Decision
 	// FireAt is when the job runs again, by the adapter's best knowledge:
 	// the scheduled retry when Decision is a retry, the engine's rerun time
-	// when Uncounted is set; zero otherwise.
+	// for an attempt that did not count; zero otherwise.
 	FireAt time.Time
-	// Uncounted, when not zero, says that the attempt did not count as
-	// one and why. Observers should not treat such an attempt as a
+	// Counting says whether the attempt counted against the attempts cap
+	// (Counted, the zero value) or, if not, why not (Snoozed, Interrupted).
+	// Observers should not treat an attempt that did not count as a
 	// failure, nor its delay as a retry delay.
-	Uncounted Uncounted
+	Counting Counting
 }
 
-// Uncounted says why an attempt ended without counting as one. The engine
-// runs the job again later without using up an attempt: the attempts cap
-// does not apply, the rule was not asked, and the next run may carry the
-// same attempt number. The zero value, Counted, is an ordinary attempt.
-type Uncounted uint8
+// Counting says whether an attempt counted against the job's attempts cap,
+// and if not, why not. The zero value, Counted, is an ordinary attempt: it
+// succeeded, or it failed and used up one of the job's attempts. The other
+// values are runs the engine repeats later without using up an attempt: the
+// cap does not apply, the rule was not asked, and the next run may carry
+// the same attempt number.
+type Counting uint8
 
 const (
 	// Counted is an ordinary attempt: it succeeded, or it failed and
 	// counts against the attempts cap.
-	Counted Uncounted = iota
+	Counted Counting = iota
 	// Snoozed is an attempt whose job asked to run again later without
 	// counting the attempt: River's river.JobSnooze, or an asynq handler
 	// error for which the server's Config.IsFailure returns false. FireAt
 	// is when the engine runs it again.
 	Snoozed
 	// Interrupted is an attempt cut short because the worker was stopping
-	// (a River client shutting down cancels the jobs it runs): the engine
-	// puts the job back as it was, to run again without counting this
-	// run. It says nothing about the job itself, so it is not a failure.
-	// FireAt is when the job is available again, usually at once.
+	// (a River client or asynq server shutting down, a native worker's
+	// Shutdown): the engine puts the job back as it was, to run again
+	// without counting this run. It says nothing about the job itself, so
+	// it is not a failure. FireAt is when the job is available again,
+	// usually at once.
 	Interrupted
 )
 
 // String returns "counted", "snoozed", "interrupted", or "uncounted" for a
 // value this package does not define.
-func (u Uncounted) String() string {
-	switch u {
+func (c Counting) String() string {
+	switch c {
 	case Counted:
 		return "counted"
 	case Snoozed:
@@ -113,6 +117,15 @@ func (u Uncounted) String() string {
 		return "interrupted"
 	}
 	return "uncounted"
+}
+
+// Counts reports whether the attempt counted against the attempts cap.
+func (r Result) Counts() bool { return r.Counting == Counted }
+
+// GaveUp reports whether rebound stopped retrying the job after this
+// attempt: a counted failure whose decision is exhausted or permanent.
+func (r Result) GaveUp() bool {
+	return r.Counting == Counted && r.Err != nil && !r.Decision.Retry() && r.Decision.Outcome != 0
 }
 
 // An Observer watches attempts. Adapters call AttemptStarted before running
@@ -130,11 +143,11 @@ type Observer interface {
 
 // Outcome names how an attempt ended, for labels: "success", the decision's
 // outcome ("retry", "exhausted", "permanent"), or, for an attempt that did
-// not count, its [Uncounted] name ("snoozed", "interrupted").
+// not count, its [Counting] name ("snoozed", "interrupted").
 func (r Result) Outcome() string {
 	switch {
-	case r.Uncounted != Counted:
-		return r.Uncounted.String()
+	case r.Counting != Counted:
+		return r.Counting.String()
 	case r.Err == nil:
 		return "success"
 	}

@@ -22,10 +22,10 @@ func TestResultOutcome(t *testing.T) {
 		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}, "exhausted"},
 		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, "permanent"},
 		// The engine's retry decision does not make an uncounted run a retry.
-		{observe.Result{Err: boom, Decision: retry, Uncounted: observe.Snoozed}, "snoozed"},
-		{observe.Result{Err: boom, Decision: retry, Uncounted: observe.Interrupted}, "interrupted"},
-		{observe.Result{Uncounted: observe.Snoozed}, "snoozed"},
-		{observe.Result{Err: boom, Uncounted: observe.Uncounted(200)}, "uncounted"},
+		{observe.Result{Err: boom, Decision: retry, Counting: observe.Snoozed}, "snoozed"},
+		{observe.Result{Err: boom, Decision: retry, Counting: observe.Interrupted}, "interrupted"},
+		{observe.Result{Counting: observe.Snoozed}, "snoozed"},
+		{observe.Result{Err: boom, Counting: observe.Counting(200)}, "uncounted"},
 	}
 	for _, c := range cases {
 		if got := c.r.Outcome(); got != c.want {
@@ -34,28 +34,57 @@ func TestResultOutcome(t *testing.T) {
 	}
 }
 
-func TestUncountedString(t *testing.T) {
-	for u, want := range map[observe.Uncounted]string{
-		observe.Counted:      "counted",
-		observe.Snoozed:      "snoozed",
-		observe.Interrupted:  "interrupted",
-		observe.Uncounted(9): "uncounted",
+func TestCountingString(t *testing.T) {
+	for u, want := range map[observe.Counting]string{
+		observe.Counted:     "counted",
+		observe.Snoozed:     "snoozed",
+		observe.Interrupted: "interrupted",
+		observe.Counting(9): "uncounted",
 	} {
 		if got := u.String(); got != want {
-			t.Errorf("Uncounted(%d).String() = %q, want %q", uint8(u), got, want)
+			t.Errorf("Counting(%d).String() = %q, want %q", uint8(u), got, want)
 		}
 	}
 }
 
-// An observer tells a snooze from a failure by Uncounted: the job runs again
+// An observer tells a snooze from a failure by Counting: the job runs again
 // at FireAt, and the run does not count against the attempts cap.
 func ExampleResult_Outcome() {
 	snooze := observe.Result{
-		Err:       errors.New("snoozed for 1m0s"),
-		Decision:  backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: time.Minute},
-		FireAt:    time.Date(2026, 1, 2, 15, 5, 0, 0, time.UTC),
-		Uncounted: observe.Snoozed,
+		Err:      errors.New("snoozed for 1m0s"),
+		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: time.Minute},
+		FireAt:   time.Date(2026, 1, 2, 15, 5, 0, 0, time.UTC),
+		Counting: observe.Snoozed,
 	}
-	fmt.Println(snooze.Outcome(), snooze.Uncounted != observe.Counted, snooze.FireAt.Format(time.Kitchen))
+	fmt.Println(snooze.Outcome(), snooze.Counting != observe.Counted, snooze.FireAt.Format(time.Kitchen))
 	// Output: snoozed true 3:05PM
+}
+
+func TestResultGaveUp(t *testing.T) {
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		r    observe.Result
+		want bool
+	}{
+		{observe.Result{}, false},
+		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeRetry}}, false},
+		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}, true},
+		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, true},
+		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}, Counting: observe.Interrupted}, false},
+	} {
+		if got := c.r.GaveUp(); got != c.want {
+			t.Errorf("%+v.GaveUp() = %v, want %v", c.r, got, c.want)
+		}
+	}
+}
+
+func TestPanicErrorUnwrapsAnErrorValue(t *testing.T) {
+	inner := errors.New("inner")
+	var pe error = &observe.PanicError{Op: "handler", Value: inner}
+	if !errors.Is(pe, inner) || pe.Error() != "rebound: handler panicked: inner" {
+		t.Errorf("PanicError = %q (Is inner: %v), want rebound: handler panicked: inner, unwrapping to inner", pe, errors.Is(pe, inner))
+	}
+	if errors.Unwrap(&observe.PanicError{Op: "policy", Value: 42}) != nil {
+		t.Error("a non-error panic value unwrapped to an error")
+	}
 }

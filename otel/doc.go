@@ -37,7 +37,7 @@
 // [backoff.RetryAfter] wrappers). A successful attempt leaves the status
 // Unset.
 //
-// Some runs end without counting as an attempt ([observe.Result.Uncounted]):
+// Some runs end without counting as an attempt ([observe.Result.Counting]):
 // a River job that returns river.JobSnooze, an asynq handler error for which
 // the server's Config.IsFailure returns false ("snoozed"), a River job cut
 // short because its client is stopping ("interrupted"). The engine runs the

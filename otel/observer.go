@@ -32,7 +32,7 @@ const (
 	KindKey = attribute.Key("rebound.job.kind")
 	// OutcomeKey is how the attempt ended: "success", "retry", "exhausted"
 	// or "permanent", or for a run that did not count as an attempt
-	// (see [observe.Uncounted]) "snoozed" or "interrupted" (string).
+	// (see [observe.Counting]) "snoozed" or "interrupted" (string).
 	OutcomeKey = attribute.Key("rebound.retry.outcome")
 	// DelayKey is the delay chosen before the next attempt, in seconds
 	// (float64); set on retries only.
@@ -213,10 +213,10 @@ const (
 	outcomeExhausted   = int(backoff.OutcomeExhausted)
 	outcomeSnoozed     = int(backoff.OutcomePermanent) + 1
 	outcomeInterrupted = outcomeSnoozed + 1
-	// outcomeUncounted is an observe.Uncounted value this package does
+	// outcomeCounting is an observe.Counting value this package does
 	// not know, from a newer observe package.
-	outcomeUncounted = outcomeInterrupted + 1
-	numOutcomes      = outcomeUncounted + 1
+	outcomeCounting = outcomeInterrupted + 1
+	numOutcomes     = outcomeCounting + 1
 )
 
 // outcomeName is the label of an outcome index.
@@ -237,12 +237,12 @@ func outcomeName(i int) string {
 // outcomeOf returns the outcome index of r.
 func outcomeOf(r observe.Result) int {
 	switch {
-	case r.Uncounted == observe.Snoozed:
+	case r.Counting == observe.Snoozed:
 		return outcomeSnoozed
-	case r.Uncounted == observe.Interrupted:
+	case r.Counting == observe.Interrupted:
 		return outcomeInterrupted
-	case r.Uncounted != observe.Counted:
-		return outcomeUncounted
+	case r.Counting != observe.Counted:
+		return outcomeCounting
 	case r.Err == nil:
 		return outcomeSuccess
 	case r.Decision.Outcome == 0 || r.Decision.Outcome > backoff.OutcomePermanent:
@@ -341,14 +341,14 @@ func (o *Observer) link(span trace.Span, a observe.Attempt, parented bool) {
 // the span ended is the one AttemptStarted stored there, never another span
 // the context carries.
 //
-// A run that did not count as an attempt (r.Uncounted set: a snooze, a run
+// A run that did not count as an attempt (r.Counting set: a snooze, a run
 // cut short by a stopping worker) is not a failure: its span gets the
 // outcome and the fire time but keeps the status Unset, with no error.type
 // and no exception event, and its delay is not recorded as a retry delay.
 func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
 	outcome := outcomeOf(r)
 	retry := outcome == outcomeRetry
-	uncounted := r.Uncounted != observe.Counted
+	uncounted := r.Counting != observe.Counted
 
 	span, _ := ctx.Value(spanKey{}).(trace.Span)
 	if span != nil && span.IsRecording() {

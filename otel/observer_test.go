@@ -615,12 +615,12 @@ type errSnooze struct{}
 
 func (errSnooze) Error() string { return "snoozed for 1m0s" }
 
-// TestUncountedRunsAreNotFailures: a snoozed run and one cut short by a
+// TestCountingRunsAreNotFailures: a snoozed run and one cut short by a
 // stopping worker are not failed attempts. Their spans carry the outcome and
 // the fire time but no error, they count under their own outcomes, the
 // retry-delay histogram does not see them, and the runs after them link to
 // them under the right attempt number.
-func TestUncountedRunsAreNotFailures(t *testing.T) {
+func TestCountingRunsAreNotFailures(t *testing.T) {
 	f := newFixture(t)
 	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 	retry := func(d time.Duration) backoff.Decision {
@@ -630,9 +630,9 @@ func TestUncountedRunsAreNotFailures(t *testing.T) {
 		number int
 		result observe.Result
 	}{
-		{1, observe.Result{Err: errSnooze{}, Decision: retry(time.Minute), FireAt: now.Add(time.Minute), Uncounted: observe.Snoozed}},
+		{1, observe.Result{Err: errSnooze{}, Decision: retry(time.Minute), FireAt: now.Add(time.Minute), Counting: observe.Snoozed}},
 		{1, observe.Result{Err: &errTimeout{host: "smtp"}, Decision: retry(2 * time.Second), FireAt: now.Add(time.Minute + 2*time.Second)}},
-		{2, observe.Result{Err: context.Canceled, Decision: retry(0), FireAt: now.Add(2 * time.Minute), Uncounted: observe.Interrupted}},
+		{2, observe.Result{Err: context.Canceled, Decision: retry(0), FireAt: now.Add(2 * time.Minute), Counting: observe.Interrupted}},
 		{2, observe.Result{}},
 	}
 	carrier := observe.MapCarrier{}

@@ -31,7 +31,7 @@ type carrier struct {
 func (c *carrier) result() observe.Result {
 	r := observe.Result{Err: c.err, Decision: c.decision, FireAt: c.fireAt}
 	if c.uncounted {
-		r.Uncounted = observe.Snoozed
+		r.Counting = observe.Snoozed
 	}
 	return r
 }

@@ -228,7 +228,7 @@ func TestIsFailure(t *testing.T) {
 			}
 			// A snooze keeps the error for information and says when asynq
 			// runs the task again: no earlier than the next run started.
-			if res.Uncounted != observe.Snoozed || !errors.Is(res.Err, errBusy) || !res.Decision.Retry() || res.FireAt.IsZero() {
+			if res.Counting != observe.Snoozed || !errors.Is(res.Err, errBusy) || !res.Decision.Retry() || res.FireAt.IsZero() {
 				t.Errorf("run %d: result %+v, want a snooze with the busy error and a fire time", i+1, res)
 			}
 			if runs[i+1].start.Before(res.FireAt) {
@@ -259,7 +259,7 @@ func TestIsFailureOnLastRun(t *testing.T) {
 			t.Fatalf("ran %d times, want 2 (asynq archives the busy last run)", len(runs))
 		}
 		_, results := obs.results()
-		if len(results) != 2 || results[0].Outcome() != "retry" || results[1].Outcome() != "exhausted" || results[1].Uncounted != observe.Counted {
+		if len(results) != 2 || results[0].Outcome() != "retry" || results[1].Outcome() != "exhausted" || results[1].Counting != observe.Counted {
 			t.Fatalf("observer heard %+v, want a retry then exhausted", results)
 		}
 	})

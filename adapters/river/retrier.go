@@ -91,7 +91,7 @@ func WithKey(key func(job *rivertype.JobRow) backoff.Source) Option {
 // WithObserver reports every attempt the middleware sees to o: AttemptStarted
 // before the worker runs (its context is passed down to the worker) and
 // AttemptEnded once the retry decision is made (snoozes and runs cut short
-// by a stopping client are reported with [observe.Result.Uncounted] set; see
+// by a stopping client are reported with [observe.Result.Counting] set; see
 // [Retrier.Work]). The attempt's Carrier reads
 // the job's metadata and writes with river.MetadataSet, so values set during
 // one attempt are read back by the next. Panics in o are recovered.
@@ -208,7 +208,7 @@ func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobIns
 // like an error and then re-raised.
 //
 // Two kinds of run are not attempts in River's eyes, and the observer hears
-// them as such ([observe.Result.Uncounted]) rather than as failures: a
+// them as such ([observe.Result.Counting]) rather than as failures: a
 // snooze (river.JobSnooze, reported as [observe.Snoozed], firing when the
 // snooze ends) and a run cut short by the client stopping (Stop's soft-stop
 // timeout or StopAndCancel cancels the job's context and the worker returns
@@ -306,12 +306,12 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 // uncounted is the result of a run River does not count as an attempt: it
 // runs the job again after d, as River's own decision rather than the
 // rule's.
-func uncounted(err error, why observe.Uncounted, d time.Duration, now time.Time) observe.Result {
+func uncounted(err error, why observe.Counting, d time.Duration, now time.Time) observe.Result {
 	return observe.Result{
-		Err:       err,
-		Decision:  backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d},
-		FireAt:    now.Add(d),
-		Uncounted: why,
+		Err:      err,
+		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d},
+		FireAt:   now.Add(d),
+		Counting: why,
 	}
 }
 

@@ -432,9 +432,9 @@ func TestObserverReports(t *testing.T) {
 var errRiverStop = errors.New("stop initiated")
 
 // A snooze and a run cut short by a stopping client are not attempts:
-// they are reported as Uncounted, not as retries, and leave no entry.
+// they are reported as Counting, not as retries, and leave no entry.
 // Cancellations River does count keep being decided by the rule.
-func TestObserverReportsUncounted(t *testing.T) {
+func TestObserverReportsCounting(t *testing.T) {
 	o := &recordingObserver{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	cancelled := func(cause error) context.Context {
@@ -448,7 +448,7 @@ func TestObserverReportsUncounted(t *testing.T) {
 		name      string
 		ctx       context.Context
 		worker    func(ctx context.Context) error
-		uncounted observe.Uncounted
+		uncounted observe.Counting
 		outcome   string
 		fireAt    time.Time
 		entry     bool // River will call NextRetry for it
@@ -480,9 +480,9 @@ func TestObserverReportsUncounted(t *testing.T) {
 			t.Fatalf("%s: %d results reported, want 1", c.name, len(o.ended))
 		}
 		res := o.ended[0]
-		if res.Uncounted != c.uncounted || res.Outcome() != c.outcome || !res.FireAt.Equal(c.fireAt) {
+		if res.Counting != c.uncounted || res.Outcome() != c.outcome || !res.FireAt.Equal(c.fireAt) {
 			t.Errorf("%s: reported %v (%s) firing at %v, want %v (%s) at %v",
-				c.name, res.Uncounted, res.Outcome(), res.FireAt, c.uncounted, c.outcome, c.fireAt)
+				c.name, res.Counting, res.Outcome(), res.FireAt, c.uncounted, c.outcome, c.fireAt)
 		}
 		if res.Err == nil || (c.uncounted != observe.Counted && res.Err != returned) {
 			t.Errorf("%s: reported error %v, want the error handed to River (%v)", c.name, res.Err, returned)

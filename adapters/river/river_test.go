@@ -375,7 +375,7 @@ func stopInterrupts[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 		if job.State != rivertype.JobStateAvailable || job.Attempt != 0 || len(job.Errors) != 0 {
 			t.Fatalf("job left %s at attempt %d with %d errors, want available at 0 with none (River's soft stop)", job.State, job.Attempt, len(job.Errors))
 		}
-		if len(ended) != 1 || ended[0].Uncounted != observe.Interrupted || ended[0].Outcome() != "interrupted" || !errors.Is(ended[0].Err, context.Canceled) {
+		if len(ended) != 1 || ended[0].Counting != observe.Interrupted || ended[0].Outcome() != "interrupted" || !errors.Is(ended[0].Err, context.Canceled) {
 			t.Fatalf("observer heard %+v, want one interrupted run with context.Canceled", ended)
 		}
 		if r.Pending() != 0 {
@@ -388,7 +388,7 @@ func stopInterrupts[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 			cancelStart()
 			return nil
 		})
-		if len(ended) != 1 || ended[0].Uncounted != observe.Counted || ended[0].Outcome() != "retry" {
+		if len(ended) != 1 || ended[0].Counting != observe.Counted || ended[0].Outcome() != "retry" {
 			t.Fatalf("observer heard %+v, want one counted retry", ended)
 		}
 		if job.State != rivertype.JobStateRetryable || job.Attempt != 1 || !job.ScheduledAt.Equal(ended[0].FireAt) || job.ScheduledAt.Before(before.Add(time.Hour)) {
