@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // A Harness connects one adapter, on one backend, to the suite. An adapter's
@@ -40,6 +41,24 @@ type Limits struct {
 	// when the engine is idle: every gap between an attempt's end and the
 	// next attempt's start lies in [delay, delay + Resolution + Lateness].
 	Lateness time.Duration
+	// MaxDelay is the longest retry delay the engine can store. A longer
+	// delay (a policy or retry-after hint near math.MaxInt64) is clamped
+	// to it by the adapter: the job waits MaxDelay, never less, and never
+	// runs at once by overflow. Zero means any time.Duration.
+	MaxDelay time.Duration
+	// MaxAttempts is the largest attempts cap the engine can honour (River
+	// on PostgreSQL stores attempt numbers in a smallint: 32767). A rule
+	// with a larger cap gives up at this many runs. Zero means any int.
+	MaxAttempts int
+	// MaxErrorBytes is the most bytes of an attempt's error message the
+	// engine stores; a longer message is cut to at most this many bytes
+	// of valid UTF-8. Zero means messages are stored whole.
+	MaxErrorBytes int
+	// TimeoutResolution is the granularity of the per-attempt timeout the
+	// engine enforces ([Config.Timeout]); the suite uses timeouts of at
+	// least twice this (asynq stores timeouts in whole seconds). Zero
+	// means exact.
+	TimeoutResolution time.Duration
 }
 
 // Config is what the suite asks a worker to run.
@@ -52,6 +71,33 @@ type Config struct {
 	// with backoff.Permanent or backoff.RetryAfter, or panic; the adapter
 	// must handle each as its documentation says.
 	Handler func(ctx context.Context, job Job) error
+	// Observer, when not nil, must be given to the adapter as its observer
+	// (every adapter's WithObserver), unchanged: the suite checks that what
+	// it is told equals what the engine did.
+	Observer observe.Observer
+	// GiveUp, when not nil, must be given to the adapter as its give-up
+	// hook (every adapter's WithGiveUp).
+	GiveUp observe.GiveUpFunc
+	// OnError, when not nil, must be given to the adapter as its error
+	// handler (every adapter's WithErrorHandler): the suite counts what
+	// the adapter reports as internal errors, and a report where nothing
+	// went wrong is a false alarm.
+	OnError func(error)
+	// FallbackDelay, when positive, must be given to the adapter as the
+	// delay it uses when the policy panics (WithFallbackDelay).
+	FallbackDelay time.Duration
+	// Timeout, when positive, is the deadline the engine must set on each
+	// attempt (asynq's Timeout option, River's JobTimeout, the native
+	// worker's timeout). A handler that outlives it is one failed attempt.
+	Timeout time.Duration
+	// Key, when not nil, must be the adapter's jitter key function
+	// (WithKey), called with the job's ID. It may panic: the adapter then
+	// keys by backoff.Key(ID) and reports the panic.
+	Key func(id string) backoff.Source
+	// KindRules, when not empty, are rules for jobs of the named kinds
+	// (every adapter's WithKindRule); other kinds run under Rule. Jobs
+	// get a kind through [KindEngine].
+	KindRules map[string]backoff.Rule
 }
 
 // Job is one attempt of one job, as the handler sees it.
@@ -72,6 +118,90 @@ type Engine interface {
 	Enqueue(ctx context.Context, payload []byte) (id string, err error)
 	// State returns the job's current state.
 	State(ctx context.Context, id string) (State, error)
+}
+
+// A KindEngine enqueues jobs of a named kind (asynq task type, River job
+// kind, native job name), for the checks of per-kind rules. Every adapter's
+// Engine implements it; Enqueue uses the harness's default kind.
+type KindEngine interface {
+	Engine
+	// EnqueueKind adds a job of the given kind, like Enqueue.
+	EnqueueKind(ctx context.Context, kind string, payload []byte) (id string, err error)
+}
+
+// An ErrorEngine reads back the error message the engine stored for a
+// job's last failed attempt (asynq's last_err, River's errors column, the
+// native record's error), for the hostile-error checks. Every adapter's
+// Engine implements it.
+type ErrorEngine interface {
+	Engine
+	// LastError returns the stored message of the job's last failed
+	// attempt, "" if none is stored.
+	LastError(ctx context.Context, id string) (string, error)
+}
+
+// A CancelEngine cancels a job with the engine's own operator tool
+// (asynq's Inspector: CancelProcessing for a running task, DeleteTask or
+// ArchiveTask for a waiting one; River's Client.JobCancel from another
+// client; the native queue's operator actions). The suite checks that what
+// observers were told about the job equals the state the engine gave it.
+type CancelEngine interface {
+	Engine
+	// Cancel cancels the job, running or waiting, as an operator would.
+	Cancel(ctx context.Context, id string) error
+}
+
+// A RestartEngine stops its worker the way a deploy does (the engine's
+// graceful shutdown, with a short shutdown timeout so that a running
+// handler is cut short) and starts a fresh worker with the same Config on
+// the same queue. A run cut short this way must be reported to observers
+// as [observe.Interrupted], and the job must run again without using up
+// an attempt.
+type RestartEngine interface {
+	Engine
+	// Restart shuts the worker down and starts a new one; it returns once
+	// the new worker is running.
+	Restart(ctx context.Context) error
+}
+
+// A ReclaimEngine makes a running attempt's worker stale: the engine
+// takes the job back as if the worker had died (the native queue's lease
+// expiry and reclaim, River's rescuer, asynq's lease expiry), while the
+// stale worker's handler is still running. The stale worker's outcome must
+// not overwrite the newer state, and observers must not be told a success
+// or a decision the engine did not apply. Engines whose reclaim cannot be
+// forced in a test leave it out.
+type ReclaimEngine interface {
+	Engine
+	// Reclaim takes the running job back from its worker now.
+	Reclaim(ctx context.Context, id string) error
+}
+
+// A BookkeepingEngine reports how many per-job entries the adapter keeps
+// in memory (River's pending decisions). Once every job is terminal it
+// must return to zero: entries must not leak when a user's ErrorHandler or
+// middleware ends or swallows an attempt, and must expire on their own on
+// an idle system.
+type BookkeepingEngine interface {
+	Engine
+	// Pending returns the number of per-job entries the adapter holds.
+	Pending() int
+}
+
+// A SharedHarness starts several engines (clients, servers or workers on
+// different databases, schemas, key prefixes or queues) that share ONE
+// adapter value (one Retrier, one Worker's options), as a user running
+// several clients does. Job IDs may collide between the engines (River on
+// two databases numbers jobs from 1 in each); a decision must never be
+// applied to another engine's job. A harness whose engine lets it choose
+// job IDs numbers them from 1 on each engine, so that they do collide.
+type SharedHarness interface {
+	Harness
+	// StartShared is Start for n engines sharing one adapter value. Each
+	// engine calls its own cfgs[i].Handler; the adapter-level fields
+	// (Rule, Observer, GiveUp, OnError, FallbackDelay, Key, KindRules) are
+	// taken from cfgs[0] and shared.
+	StartShared(t testing.TB, cfgs []Config) []Engine
 }
 
 // State is where a job is in its life.
