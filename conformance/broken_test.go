@@ -210,6 +210,12 @@ var brokenCases = []struct {
 		passes: "Permanent",
 	},
 	{
+		name:   "hook lets a policy's panic through",
+		fault:  faultHookUnguarded,
+		fails:  map[string]string{"HostilePolicy": "panicked: conformance: hostile policy panics at attempt 2; the adapter's hook must recover"},
+		passes: "AttemptsCap",
+	},
+	{
 		name:   "kind rules ignored",
 		fault:  faultIgnoreKinds,
 		fails:  map[string]string{"KindRules": "ran 3 times, want 2"},

@@ -47,7 +47,7 @@ func checkSchedule(e *env) {
 					lo = want.Delay
 				}
 				hi = max(hi, want.Delay)
-				got, retry := e.h.HookDelay(cfg, id, a, errFail)
+				got, retry := e.hookDelay(cfg, id, a, errFail)
 				seen[got] = true
 				e.compareHook(rule, id, a, "a failure", want, got, retry)
 			}
@@ -63,10 +63,10 @@ func checkSchedule(e *env) {
 		// A permanent error never retries; a retry-after hint raises the delay.
 		for _, id := range scheduleIDs[:3] {
 			perm := backoff.Permanent(errFail)
-			got, retry := e.h.HookDelay(cfg, id, 1, perm)
+			got, retry := e.hookDelay(cfg, id, 1, perm)
 			e.compareHook(rule, id, 1, "a permanent error", rule.Decide(1, perm, backoff.Key(id)), got, retry)
 			hinted := backoff.RetryAfter(errFail, rule.Policy().Max()+1500*time.Millisecond)
-			got, retry = e.h.HookDelay(cfg, id, 1, hinted)
+			got, retry = e.hookDelay(cfg, id, 1, hinted)
 			e.compareHook(rule, id, 1, "a retry-after hint of "+(rule.Policy().Max()+1500*time.Millisecond).String(),
 				rule.Decide(1, hinted, backoff.Key(id)), got, retry)
 		}
@@ -154,7 +154,7 @@ func checkPermanent(e *env) {
 	ids := w.enqueueN(3, script{Permanent: true})
 	for _, id := range ids {
 		perm := backoff.Permanent(errors.New("conformance: scripted failure"))
-		if d, retry := e.h.HookDelay(e.hookConfig(w.cfg), id, 1, perm); retry {
+		if d, retry := e.hookDelay(e.hookConfig(w.cfg), id, 1, perm); retry {
 			e.errorf("%s: job %s: the hook schedules a retry after %v for a permanent error, want no retry", w.label, id, d)
 		}
 	}

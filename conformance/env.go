@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/safe"
 )
 
 // unit is the delay of the checks whose point is counting, not timing:
@@ -124,6 +125,20 @@ func (e *env) config(rule backoff.Rule, wit *witness) (Config, *recorder) {
 func (e *env) hookConfig(cfg Config) Config {
 	cfg.OnError = e.hookReports.OnError
 	return cfg
+}
+
+// hookDelay calls the harness's HookDelay. A panic there (a hook that
+// does not recover a panicking policy, key or error) is a violation, and
+// the answer a retry after 0, which no check accepts.
+func (e *env) hookDelay(cfg Config, id string, attempt int, err error) (d time.Duration, retry bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			e.errorf("HookDelay(rule %s, job %s, attempt %d, %s) panicked: %v; the adapter's hook must recover what user code panics with",
+				cfg.Rule, id, attempt, safe.Message(err), p)
+			d, retry = 0, true
+		}
+	}()
+	return e.h.HookDelay(cfg, id, attempt, err)
 }
 
 // effDelay is d as the engine can store it: clamped to Limits.MaxDelay.

@@ -88,7 +88,10 @@ type Config struct {
 	// OnError, when not nil, must be given to the adapter as its error
 	// handler (every adapter's WithErrorHandler): the suite counts what
 	// the adapter reports as internal errors, and a report where nothing
-	// went wrong is a false alarm.
+	// went wrong is a false alarm. A panicking policy must be reported
+	// here, once per panic (*observe.PanicError{Op: "policy"}). A handler's
+	// panic is the attempt's error (*observe.PanicError{Op: "handler"},
+	// told to the observer); the adapter may also report it here, once.
 	OnError func(error)
 	// FallbackDelay, when positive, must be given to the adapter as the
 	// delay it uses when the policy panics (WithFallbackDelay). The suite

@@ -175,13 +175,13 @@ func (e *env) hostileHook(w *worker) {
 	cfg.Rule = e.rule(hostilePolicy{base: unit}, math.MaxInt)
 	fail := &scriptedError{n: 1}
 	for _, d := range hugeDelays {
-		got, retry := e.h.HookDelay(cfg, "1", 1, backoff.RetryAfter(fail, d))
+		got, retry := e.hookDelay(cfg, "1", 1, backoff.RetryAfter(fail, d))
 		e.compareHuge(fmt.Sprintf("a retry-after hint of %v", d), d, got, retry)
 	}
-	got, retry := e.h.HookDelay(cfg, "1", hostileHugeAt, fail)
+	got, retry := e.hookDelay(cfg, "1", hostileHugeAt, fail)
 	e.compareHuge(fmt.Sprintf("attempt %d, where the policy returns math.MaxInt64", hostileHugeAt), math.MaxInt64, got, retry)
 
-	got, retry = e.h.HookDelay(cfg, "1", hostilePanicAt, fail)
+	got, retry = e.hookDelay(cfg, "1", hostilePanicAt, fail)
 	fb := cfg.FallbackDelay
 	switch {
 	case !retry:
@@ -198,11 +198,11 @@ func (e *env) hostileHook(w *worker) {
 	if e.lim.MaxAttempts > 0 {
 		capAt, label = e.lim.MaxAttempts, fmt.Sprintf("Limits.MaxAttempts (%d)", e.lim.MaxAttempts)
 	}
-	if _, retry := e.h.HookDelay(cfg, "1", capAt, fail); retry {
+	if _, retry := e.hookDelay(cfg, "1", capAt, fail); retry {
 		e.errorf("hook, rule %s: the hook retries after attempt %d = %s, want it to give up there", cfg.Rule, capAt, label)
 	}
 	if capAt-1 > hostileHugeAt {
-		got, retry := e.h.HookDelay(cfg, "1", capAt-1, fail)
+		got, retry := e.hookDelay(cfg, "1", capAt-1, fail)
 		e.compareHook(cfg.Rule, "1", capAt-1, "a failure below the cap", backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: unit}, got, retry)
 	}
 
@@ -222,7 +222,7 @@ func (e *env) hostileHook(w *worker) {
 		kcfg.Rule, kcfg.Key = jit, tc.key
 		for _, id := range scheduleIDs[:4] {
 			for a := 1; a <= 4; a++ {
-				got, retry := e.h.HookDelay(kcfg, id, a, fail)
+				got, retry := e.hookDelay(kcfg, id, a, fail)
 				e.compareHook(jit, id, a, tc.what, jit.Decide(a, fail, tc.src(id)), got, retry)
 			}
 		}

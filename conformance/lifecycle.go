@@ -40,6 +40,7 @@ func checkTimeout(e *env) {
 			case r.deadline.Sub(r.start) > limit:
 				w.errorf("job %s: run %d: the handler's context deadline is %v after it started, want at most Config.Timeout %v (plus the declared TimeoutResolution %v)",
 					j.id, i+1, r.deadline.Sub(r.start), timeout, e.lim.TimeoutResolution)
+				return
 			}
 		}
 	}

@@ -132,6 +132,9 @@ func (a *refAdapter) decide(e *refEngine, id, kind string, attempt int, err erro
 		}
 	}
 	src := a.key(id)
+	if e == nil && a.h.fault == faultHookUnguarded {
+		return rule.Decide(attempt, err, src), false
+	}
 	d, perr := safe.Value("policy", backoff.Decision{}, func() backoff.Decision { return rule.Decide(attempt, err, src) })
 	if perr != nil {
 		a.n.Report(perr)

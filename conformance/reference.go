@@ -58,6 +58,7 @@ const (
 	faultGiveUpTwice            // ends a given-up attempt twice: observer and hook told twice
 	faultGiveUpOnSuccess        // calls the give-up hook for a job that succeeds after retries
 	faultIgnoreKinds            // runs every kind under Config.Rule
+	faultHookUnguarded          // HookDelay lets a policy\'s panic through
 )
 
 // Reference returns the reference harness on the real clock. It declares

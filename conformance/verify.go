@@ -101,7 +101,13 @@ func (w *worker) verifyRuns(j *job, got State) {
 		}
 		next := runs[i+1].start
 		gap := next.Sub(base)
-		e.st.add(w.herd, next.Sub(r.end)-want)
+		// The lateness table holds retries whose decision time is known:
+		// not those of a run that outlived its deadline (the engine may
+		// decide at the deadline or when the handler returns), nor those a
+		// restart held up.
+		if !j.lateOK && !r.overran {
+			e.st.add(w.herd, gap-want)
+		}
 		hint, hinted := backoff.RetryAfterHint(err)
 		if w.peers != nil && (gap < want || next.Sub(r.end) > want+e.slack) {
 			w.errorf("%s: run %d started %v after run %d ended, want %v: was another engine's decision for a job with the same ID applied? (the engines share one adapter value)",
