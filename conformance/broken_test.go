@@ -116,6 +116,111 @@ var brokenCases = []struct {
 		fails:  map[string]string{"AttemptNumbering": "is not the one the suite enqueued"},
 		passes: "Schedule",
 	},
+	{
+		name:   "observer not wired",
+		fault:  faultNoObserver,
+		fails:  map[string]string{"AttemptNumbering": "the observer was told about none of the"},
+		passes: "Schedule",
+	},
+	{
+		name:   "observer told a retry fires at once",
+		fault:  faultToldAtOnce,
+		fails:  map[string]string{"NeverEarlyBoundedLate": "the observer was told an earlier time than the engine applied"},
+		passes: "Schedule",
+	},
+	{
+		name:   "false alarm",
+		fault:  faultFalseAlarm,
+		fails:  map[string]string{"AttemptNumbering": "a false alarm"},
+		passes: "Schedule",
+	},
+	{
+		name:  "worker dies of a policy panic",
+		fault: faultPolicyPanicKills,
+		fails: map[string]string{"HostilePolicy": "is still pending"},
+		// The panic is in the hook too, but HookDelay recovers it.
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "huge delay overflows and fires at once",
+		fault:  faultHugeAtOnce,
+		fails:  map[string]string{"HostilePolicy": "a delay near the Duration limit fired at once"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "worker dies of an error's text",
+		fault:  faultErrorTextKills,
+		fails:  map[string]string{"HostileErrors": "is still pending"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:  "error message stored unchecked",
+		fault: faultErrorRaw,
+		fails: map[string]string{
+			"HostileErrors": "is not valid UTF-8",
+		},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "timed-out attempt told as a success",
+		fault:  faultTimeoutSuccess,
+		fails:  map[string]string{"Timeout": "the engine counts that as a failure, but the observer was told success"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "cancelled job runs anyway",
+		fault:  faultCancelRuns,
+		fails:  map[string]string{"Cancel": "a job never runs again once terminal"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "interruption counted as a failure",
+		fault:  faultInterruptCounted,
+		fails:  map[string]string{"Restart": "was cut short by a restart; the observer was told retry, want interrupted"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "stale worker's outcome applied",
+		fault:  faultStaleApplied,
+		fails:  map[string]string{"Reclaim": "its late success must not be applied"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "decision applied to another engine's job with the same ID",
+		fault:  faultSharedByID,
+		fails:  map[string]string{"Concurrency": "was another engine's decision for a job with the same ID applied?"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "bookkeeping leaks",
+		fault:  faultLeak,
+		fails:  map[string]string{"Bookkeeping": "bookkeeping leaks"},
+		passes: "Schedule",
+	},
+	{
+		name:   "give-up hook called twice",
+		fault:  faultGiveUpTwice,
+		fails:  map[string]string{"GiveUp": "the give-up hook was called 2 times for it; want exactly once"},
+		passes: "Schedule",
+	},
+	{
+		name:   "give-up hook called for a success",
+		fault:  faultGiveUpOnSuccess,
+		fails:  map[string]string{"GiveUp": "yet the give-up hook was called 1 times for it"},
+		passes: "Permanent",
+	},
+	{
+		name:   "hook lets a policy's panic through",
+		fault:  faultHookUnguarded,
+		fails:  map[string]string{"HostilePolicy": "panicked: conformance: hostile policy panics at attempt 2; the adapter's hook must recover"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "kind rules ignored",
+		fault:  faultIgnoreKinds,
+		fails:  map[string]string{"KindRules": "ran 3 times, want 2"},
+		passes: "AttemptsCap",
+	},
 }
 
 // TestBrokenHarnesses runs every broken harness in a synctest bubble,
@@ -151,21 +256,115 @@ func TestBrokenHarnesses(t *testing.T) {
 	}
 }
 
-// TestBrokenHarnessesRealClock repeats the timing defects on the real
+// TestBrokenHarnessesRealClock repeats the timing defects, and those of
+// the lifecycle and hostile checks that depend on timing, on the real
 // clock, where lateness is measured rather than exact.
 func TestBrokenHarnessesRealClock(t *testing.T) {
 	for _, f := range []struct {
 		fault  fault
+		check  string
 		phrase string
 	}{
-		{faultEarly, "retry fired early"},
-		{faultLate, "retry fired late"},
+		{faultEarly, "NeverEarlyBoundedLate", "retry fired early"},
+		{faultLate, "NeverEarlyBoundedLate", "retry fired late"},
+		{faultToldAtOnce, "NeverEarlyBoundedLate", "they disagree: want FireAt at the decision plus the delay"},
+		{faultHugeAtOnce, "HostilePolicy", "a delay near the Duration limit fired at once"},
+		{faultTimeoutSuccess, "Timeout", "the engine counts that as a failure, but the observer was told success"},
+		{faultInterruptCounted, "Restart", "want interrupted"},
+		{faultSharedByID, "Concurrency", "was another engine's decision for a job with the same ID applied?"},
 	} {
 		h := &ReferenceHarness{fault: f.fault}
-		if got := findings(t, h, "NeverEarlyBoundedLate"); !containsPhrase(got, f.phrase) {
-			t.Errorf("fault %d: want a violation containing %q, got:\n%s", f.fault, f.phrase, strings.Join(got, "\n"))
+		if got := findings(t, h, f.check); !containsPhrase(got, f.phrase) {
+			t.Errorf("fault %d: %s: want a violation containing %q, got:\n%s", f.fault, f.check, f.phrase, strings.Join(got, "\n"))
 		}
 	}
+}
+
+// bareHarness is the reference harness with none of the optional
+// interfaces: its engines are plain Engines, and it cannot share an
+// adapter value. lacks, when set, is what it declares it lacks.
+type bareHarness struct {
+	ref   *ReferenceHarness
+	lacks map[Feature]string
+}
+
+func (b bareHarness) Name() string   { return "bare" }
+func (b bareHarness) Limits() Limits { return b.ref.Limits() }
+func (b bareHarness) Synctest() bool { return b.ref.Synctest() }
+func (b bareHarness) Start(t testing.TB, cfg Config) Engine {
+	return struct{ Engine }{b.ref.Start(t, cfg)}
+}
+func (b bareHarness) HookDelay(cfg Config, id string, attempt int, err error) (time.Duration, bool) {
+	return b.ref.HookDelay(cfg, id, attempt, err)
+}
+
+// lackingHarness is a bareHarness that declares what it lacks.
+type lackingHarness struct{ bareHarness }
+
+func (l lackingHarness) Lacks() map[Feature]string { return l.lacks }
+
+// featureChecks maps each feature every adapter is expected to offer to
+// the check that needs it.
+var featureChecks = map[Feature]string{
+	FeatureKinds:       "KindRules",
+	FeatureErrors:      "HostileErrors",
+	FeatureCancel:      "Cancel",
+	FeatureRestart:     "Restart",
+	FeatureBookkeeping: "Bookkeeping",
+	FeatureShared:      "Concurrency",
+}
+
+// TestMissingFeatures checks that a harness without an expected feature
+// fails the check that needs it, saying what to implement, and that one
+// that declares the lack is skipped with the reason logged. A missing
+// ReclaimEngine, which is optional, is no violation.
+func TestMissingFeatures(t *testing.T) {
+	bare := bareHarness{ref: ReferenceSynctest()}
+	for f, name := range featureChecks {
+		want := "the harness does not offer " + string(f)
+		if got := findings(t, bare, name); !containsPhrase(got, want) {
+			t.Errorf("%s without %s: want a violation containing %q, got:\n%s", name, f, want, strings.Join(got, "\n"))
+		}
+	}
+	if got := findings(t, bare, "Reclaim"); len(got) > 0 {
+		t.Errorf("Reclaim without ReclaimEngine (optional): want it skipped, got:\n%s", strings.Join(got, "\n"))
+	}
+	lacks := map[Feature]string{}
+	for f := range featureChecks {
+		lacks[f] = "the engine has no such tool"
+	}
+	declared := lackingHarness{bareHarness{ref: ReferenceSynctest(), lacks: lacks}}
+	for f, name := range featureChecks {
+		if got := findings(t, declared, name); len(got) > 0 {
+			t.Errorf("%s, declared lacking %s: want it skipped, got:\n%s", name, f, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestLacksReported checks that RunReport carries the declared lacks and
+// prints them.
+func TestLacksReported(t *testing.T) {
+	lacks := map[Feature]string{}
+	for f := range featureChecks {
+		lacks[f] = "the engine has no such tool"
+	}
+	lacks[FeatureRestart] = "the engine cannot be restarted in a test"
+	var r Report
+	t.Run("run", func(t *testing.T) {
+		r = RunReport(t, lackingHarness{bareHarness{ref: ReferenceSynctest(), lacks: lacks}})
+	})
+	if r.Lacks[FeatureRestart] != lacks[FeatureRestart] || !strings.Contains(r.String(), "lacks RestartEngine: the engine cannot be restarted in a test") {
+		t.Errorf("report lacks %v, table:\n%s\nwant the declared lack and its reason", r.Lacks, r)
+	}
+}
+
+// TestReferenceCapped runs the suite on the reference engine with declared
+// limits (a 10 ms resolution, a longest delay, an attempts cap, a limit on
+// stored error messages and a timeout resolution), which it applies as a
+// real engine would: the suite's handling of declared limits must let an
+// honest engine pass.
+func TestReferenceCapped(t *testing.T) {
+	Run(t, &ReferenceHarness{synctest: true, capped: true})
 }
 
 func containsPhrase(found []string, phrase string) bool {

@@ -3,16 +3,11 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"sort"
+	"sync"
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
 )
-
-// unit is the delay of the checks whose point is counting, not timing:
-// small, so that an exact engine finishes them in tens of milliseconds. A
-// coarse engine rounds it up to its resolution.
-const unit = 20 * time.Millisecond
 
 // scheduleIDs are the job IDs the Schedule check asks the hook about.
 // They are decimal integers so that every engine can carry them (River's
@@ -41,7 +36,8 @@ func checkSchedule(e *env) {
 	}
 	for _, c := range cases {
 		rule := e.rule(c.p, c.max)
-		cfg, _ := e.config(rule)
+		cfg, _ := e.config(rule, newWitness())
+		cfg = e.hookConfig(cfg)
 		for a := 1; a <= c.max; a++ {
 			seen := map[time.Duration]bool{}
 			var lo, hi time.Duration
@@ -51,7 +47,7 @@ func checkSchedule(e *env) {
 					lo = want.Delay
 				}
 				hi = max(hi, want.Delay)
-				got, retry := e.h.HookDelay(cfg, id, a, errFail)
+				got, retry := e.hookDelay(cfg, id, a, errFail)
 				seen[got] = true
 				e.compareHook(rule, id, a, "a failure", want, got, retry)
 			}
@@ -67,10 +63,10 @@ func checkSchedule(e *env) {
 		// A permanent error never retries; a retry-after hint raises the delay.
 		for _, id := range scheduleIDs[:3] {
 			perm := backoff.Permanent(errFail)
-			got, retry := e.h.HookDelay(cfg, id, 1, perm)
+			got, retry := e.hookDelay(cfg, id, 1, perm)
 			e.compareHook(rule, id, 1, "a permanent error", rule.Decide(1, perm, backoff.Key(id)), got, retry)
 			hinted := backoff.RetryAfter(errFail, rule.Policy().Max()+1500*time.Millisecond)
-			got, retry = e.h.HookDelay(cfg, id, 1, hinted)
+			got, retry = e.hookDelay(cfg, id, 1, hinted)
 			e.compareHook(rule, id, 1, "a retry-after hint of "+(rule.Policy().Max()+1500*time.Millisecond).String(),
 				rule.Decide(1, hinted, backoff.Key(id)), got, retry)
 		}
@@ -158,7 +154,7 @@ func checkPermanent(e *env) {
 	ids := w.enqueueN(3, script{Permanent: true})
 	for _, id := range ids {
 		perm := backoff.Permanent(errors.New("conformance: scripted failure"))
-		if d, retry := e.h.HookDelay(w.cfg, id, 1, perm); retry {
+		if d, retry := e.hookDelay(e.hookConfig(w.cfg), id, 1, perm); retry {
 			e.errorf("%s: job %s: the hook schedules a retry after %v for a permanent error, want no retry", w.label, id, d)
 		}
 	}
@@ -183,108 +179,37 @@ func checkRetryAfter(e *env) {
 // checkPanic runs jobs whose handler panics: a panic is one failed attempt
 // (retried under the rule, counted against the cap), and the worker keeps
 // serving other jobs during and after the panics.
+//
+// The observer must be told each panic as the attempt's error, an
+// *observe.PanicError{Op: "handler"}; the error handler may be told it too,
+// once per panic.
 func checkPanic(e *env) {
 	w := e.start("panic", e.rule(backoff.Must(backoff.Fixed(unit)), 3))
+	w.allow = w.allowUpTo(4, func(err error) bool {
+		pe := panicError(err)
+		return pe != nil && pe.Op == "handler"
+	})
 	first := w.enqueue(script{Fail: 1, Panic: true})
 	w.enqueue(script{Always: true, Panic: true})
 	// Wait for the first panic to have happened before enqueueing the
 	// jobs that prove the worker still serves.
-	deadline := time.Now().Add(10 * time.Second)
-	for first != "" && time.Now().Before(deadline) {
-		runs := w.rec.runs(first)
-		if len(runs) > 0 && runs[0].ended {
-			break
-		}
-		time.Sleep(w.pollInterval())
-	}
+	w.waitFor(10*time.Second, func() bool { return first == "" || w.finished(first, 0) })
 	w.enqueueN(3, script{})
 	w.enqueue(script{Fail: 1})
 	w.verify(w.settle())
 }
 
-// herdCohort is the number of jobs in each cohort of the Herd check.
-const herdCohort = 200
-
-// herdWindow picks the Herd check's window from the engine's limits. A
-// slice is the engine's own timing noise, Resolution + Lateness (at least
-// 20 ms); the window is ten slices. For coarse engines, where ten slices
-// would pass five seconds, the window shrinks to as many slices as fit in
-// five seconds, but never fewer than four. bound is the largest share of
-// the cohort any one slice may hold: 2.5 times the share a perfectly even
-// spread would put there (25% of the cohort for ten slices, 62.5% for
-// four).
-func herdWindow(lim Limits) (window, slice time.Duration, bound float64) {
-	slice = max(lim.Resolution+lim.Lateness, 20*time.Millisecond)
-	n := 10
-	if slice*10 > 5*time.Second {
-		n = max(4, int(5*time.Second/slice))
-	}
-	return slice * time.Duration(n), slice, 2.5 / float64(n)
-}
-
-// checkHerd makes two cohorts of herdCohort jobs fail together on their
-// first attempt. The cohort on fixed(window + 2 slices) must re-fire together: its
-// busiest slice holds more than the bound, which shows the measure can see
-// a herd on this engine. The cohort on jitter(fixed(window)) must spread:
-// no slice of the window holds more than the bound. Each job's retry is
-// measured from its own failure, so a cohort whose first attempts the
-// engine spread out over time is still compared fairly; retries are never
-// early but, under this load, not held to the declared lateness.
-func checkHerd(e *env) {
-	window, slice, bound := herdWindow(e.lim)
-	// The unjittered cohort waits two slices longer than the window, so that
-	// its burst lands after the jittered cohort's window instead of piling
-	// its load onto the window's last slice.
-	plain := e.start("herd unjittered", e.rule(backoff.Must(backoff.Fixed(window+2*slice)), 2))
-	spread := e.start("herd jittered", e.rule(backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(window)))), 2))
-	plain.herd, spread.herd = true, true
-	for range herdCohort {
-		plain.enqueue(script{Fail: 1})
-		spread.enqueue(script{Fail: 1})
-	}
-	for _, w := range []*worker{plain, spread} {
-		w.verify(w.settle())
-	}
-	if n, share := busiest(plain, slice); share <= bound {
-		e.errorf("%s: the unjittered cohort did not re-fire together: its busiest %v slice held %d of %d retries (%.0f%%), want more than %.0f%%; the engine spreads retries by itself (too few workers?), so this check cannot tell jitter from load",
-			plain.label, slice, n, plain.len(), 100*share, 100*bound)
-	}
-	if n, share := busiest(spread, slice); share > bound {
-		e.errorf("%s: full jitter did not spread the cohort: %d of %d retries (%.0f%%) started within one %v slice of the %v window, want at most %.0f%%",
-			spread.label, n, spread.len(), 100*share, slice, window, 100*bound)
-	}
-}
-
-// len returns the number of jobs enqueued on w.
-func (w *worker) len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.order)
-}
-
-// busiest returns the largest number of w's retries whose gaps (retry start
-// minus the job's own failure end) fall within any interval of length
-// slice, and that number as a share of w's jobs.
-func busiest(w *worker, slice time.Duration) (int, float64) {
-	w.mu.Lock()
-	ids := append([]string(nil), w.order...)
-	w.mu.Unlock()
-	var gaps []time.Duration
-	for _, id := range ids {
-		if runs := w.rec.runs(id); len(runs) >= 2 && runs[0].ended {
-			gaps = append(gaps, runs[1].start.Sub(runs[0].end))
+// allowUpTo returns a Config.OnError judge that accepts at most n reports
+// that ok accepts.
+func (w *worker) allowUpTo(n int, ok func(error) bool) func(error) bool {
+	var mu sync.Mutex
+	return func(err error) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if n == 0 || !ok(err) {
+			return false
 		}
+		n--
+		return true
 	}
-	if len(ids) == 0 {
-		return 0, 0
-	}
-	sort.Slice(gaps, func(i, j int) bool { return gaps[i] < gaps[j] })
-	most, j := 0, 0
-	for i := range gaps {
-		for gaps[i]-gaps[j] >= slice {
-			j++
-		}
-		most = max(most, i-j+1)
-	}
-	return most, float64(most) / float64(len(ids))
 }

@@ -19,26 +19,44 @@
 //
 // A harness connects the suite to the adapter as a user would use it:
 //
-//   - Start builds a worker around Config.Rule and Config.Handler, isolated
-//     from every other Start (its own queue, key prefix or schema), and
-//     tears it down with t.Cleanup. Several workers of one check may be
-//     live at once. The worker must have the concurrency to run a few
-//     hundred jobs promptly: the Herd check enqueues 2 x 200.
-//   - The handler must get each attempt's job ID (the string Enqueue
-//     returned), the payload exactly as enqueued, and the attempt number
-//     mapped to rebound's numbering (1 for the first run). The suite
-//     scripts every job through its payload (fail k times, always fail,
-//     fail permanently, fail with a retry-after hint, panic), so a
-//     harness needs no knowledge of the scripts.
-//   - The adapter must key each job's jitter by backoff.Key(Job.ID).
+//   - Start builds a worker around the Config, isolated from every other
+//     Start (its own queue, key prefix or schema), and tears it down with
+//     t.Cleanup. Several workers of one check may be live at once. The
+//     worker must have the concurrency to run a few hundred jobs
+//     promptly: the Herd check enqueues 2 x 200.
+//   - Everything in the Config goes to the adapter through its own
+//     options: Rule and KindRules (WithKindRule), Observer (WithObserver),
+//     GiveUp (WithGiveUp), OnError (WithErrorHandler), FallbackDelay
+//     (WithFallbackDelay), Timeout (the engine's per-attempt timeout) and,
+//     for HookDelay, Key (WithKey). The suite always sets Observer, GiveUp,
+//     OnError and FallbackDelay.
+//   - The handler must get the context the adapter runs the job with (the
+//     one Observer.AttemptStarted returned), each attempt's job ID (the
+//     string Enqueue returned), the payload exactly as enqueued, and the
+//     attempt number mapped to rebound's numbering (1 for the first run).
+//     The suite scripts every job through its payload (fail k times,
+//     always fail, fail permanently, fail with a retry-after hint or a
+//     hostile error, panic, block until cancelled, outlive the timeout),
+//     so a harness needs no knowledge of the scripts.
+//   - The adapter must key each job's jitter by backoff.Key(Job.ID), or by
+//     Config.Key when it is set.
 //   - HookDelay calls the function the engine calls after a failure, for
 //     any decimal job ID (it need not name an existing job), and must not
 //     wait.
 //   - Limits states the engine's resolution (how its stored fire times are
 //     rounded; the adapter may round a delay up by less than that, never
-//     down) and its lateness when idle. Declare what the engine really
-//     does: the suite holds the harness to those numbers, and they size
-//     its windows.
+//     down), its lateness when idle, and how far it can go: the longest
+//     delay and largest attempts cap it can store, how much of an error
+//     message it keeps, the granularity of its timeouts. Declare what the
+//     engine really does: the suite holds the harness to those numbers,
+//     and they size its windows.
+//   - The engine should implement the optional interfaces: [KindEngine],
+//     [ErrorEngine], [CancelEngine], [RestartEngine] and
+//     [BookkeepingEngine], and the harness [SharedHarness]. A check that
+//     needs one the harness lacks fails, saying what to implement, unless
+//     the harness declares the lack with its reason ([LackingHarness]).
+//     [ReclaimEngine] is optional: without it the Reclaim check is
+//     skipped.
 //
 // # What the suite checks
 //
@@ -46,13 +64,51 @@
 // handler it gives the harness, and polls [Engine.State] until every job
 // is terminal (giving up after every delay the job can be owed, each with
 // twice the allowed lateness, plus ten seconds). The computed delay after
-// run n of job id is Rule.Decide(n, err, backoff.Key(id)).Delay, n being
-// the suite's own count of runs. On every job of every check it verifies
-// the final state, the number of runs, Job.Attempt against the observed
-// run count, that the payload arrived unchanged, and every gap between
-// the end of a run and the start of the next: never below the computed
-// delay and, outside the Herd check, never above it by more than
-// Resolution + Lateness.
+// counted attempt n of job id is Rule.Decide(n, err, backoff.Key(id)).Delay
+// (Config.FallbackDelay where the policy panics; clamped to
+// Limits.MaxDelay), n being the suite's own count of runs that counted. On
+// every job of every check it verifies the final state, the number of
+// runs, Job.Attempt against the observed run count, that the payload
+// arrived unchanged, that no run starts once the job was seen terminal,
+// and every gap between the end of a run and the start of the next: never
+// below the computed delay and, outside the Herd check, never above it by
+// more than Resolution + Lateness.
+//
+// On every job of every check it also verifies that observers tell the
+// truth. The observer the suite passes ties each attempt it is told about
+// to the handler's run through the context, so engines sharing an adapter
+// value are told apart, and:
+//
+//   - every run was told to the observer (AttemptStarted, its context
+//     passed to the handler), with the job's ID, the attempt number the
+//     handler got, the rule's cap and the job's kind; every attempt is
+//     ended exactly once, with the context AttemptStarted returned; an
+//     attempt the handler never ran does not count;
+//   - a run that failed (or panicked: an *observe.PanicError{Op:
+//     "handler"}) is never told a success, and one that succeeded is told
+//     nothing else, unless it outlived its timeout or was reclaimed; a
+//     counted attempt is followed by the next number, one that did not
+//     count (observe.Interrupted) by the same number;
+//   - a retry's FireAt is its decision time plus the told Delay, and the
+//     next run starts no earlier than that FireAt and (outside Herd) no
+//     later than Resolution + Lateness after it;
+//   - a completed job's story ends with its one success; a failed job's
+//     with exhausted or permanent, told once (exhausted only at the cap,
+//     permanent only for a permanent error or an operator's cancel);
+//   - the give-up hook is called exactly once for every job that failed
+//     for good, with its last attempt and outcome, and never for a job that
+//     completed;
+//   - the error handler is told nothing where nothing went wrong (a false
+//     alarm is a violation); where a check plants a panic it is told
+//     exactly the corresponding *observe.PanicError;
+//   - a [BookkeepingEngine] holds no entries within [BookkeepingGrace] of
+//     every job ending.
+//
+// A harness that never tells the observer anything, or never calls the
+// give-up hook though jobs failed, gets one violation saying which Config
+// field it must pass on.
+//
+// The checks:
 //
 //   - Schedule: for seven policies (plain, full, equal, proportional and
 //     decorrelated jitter), seven job IDs and attempts 1..MaxAttempts, the
@@ -78,6 +134,55 @@
 //     shorter one leaves the policy's delay in force.
 //   - Panic: a panicking handler is one failed attempt, retried and
 //     counted against the cap; jobs enqueued after a panic still run.
+//   - GiveUp: jobs ending exhausted (by errors and by panics), permanent,
+//     and completed after retries; the give-up hook fires once for each
+//     job that failed for good, never for one that completed, even after a
+//     quiet period.
+//   - KindRules: jobs of two kinds under two rules (Config.KindRules,
+//     different policies and caps) and of the default kind (Config.Rule)
+//     each keep their own schedule and cap.
+//   - HostilePolicy: a foreign policy that panics at attempt 2 and returns
+//     math.MaxInt64 at attempt 3, under a cap of math.MaxInt, and
+//     retry-after hints near the Duration limit. The worker lives; after
+//     the panic the job retries after Config.FallbackDelay, never earlier,
+//     and the error handler is told one *observe.PanicError{Op: "policy"}
+//     per panic; a huge delay leaves the job pending through a quiet
+//     period (never run at once by overflow) while jobs enqueued after it
+//     retry on time; the cap above the engine's still lets a job retry and
+//     complete. The hook answers min(delay, Limits.MaxDelay) for huge
+//     delays, the fallback delay after a panic, gives up at
+//     Limits.MaxAttempts (or math.MaxInt), and keys jitter by Config.Key,
+//     or by backoff.Key(ID) when Config.Key panics.
+//   - HostileErrors: handler errors whose Error method panics, a typed nil,
+//     a 1 MB message, a message that is not valid UTF-8: each is one
+//     counted failure, retried; the worker keeps serving; the stored last
+//     error ([ErrorEngine]) is valid UTF-8, within Limits.MaxErrorBytes,
+//     and recognisably the error (its text, or its type name).
+//   - Timeout: under Config.Timeout (max(2 x TimeoutResolution, 80ms)),
+//     handlers that ignore their context and outlive the deadline, then
+//     return nil or an error: each overrun is exactly one counted failure,
+//     never told as a success, the next attempt numbered after it, no
+//     second exhausted; every handler's context carries the deadline.
+//   - Cancel ([CancelEngine]): a running job (its handler's context must
+//     be cancelled) and a job waiting for its retry are cancelled; whatever
+//     state the engine gives them, the observer's story and the give-up
+//     hook match it, and a terminal job never runs again.
+//   - Restart ([RestartEngine]): a handler blocked on its context when the
+//     worker restarts is told interrupted, not a failure or a success, and
+//     its job runs again with the same attempt number and completes; a
+//     waiting retry is never early; the new worker serves new jobs.
+//   - Reclaim ([ReclaimEngine], optional): a running job taken back as if
+//     its worker died runs again and fails permanently; the stale run's
+//     late success must change nothing and is never told as a success or a
+//     decision the engine did not apply.
+//   - Concurrency ([SharedHarness]): two engines sharing one adapter value,
+//     with colliding job IDs, one running jobs that fail with a long
+//     retry-after hint, the other jobs that fail once: each keeps its own
+//     schedule. The observer writes and reads many carrier keys on every
+//     start and end (every check writes some), so the race detector sees
+//     an engine that shares the job's metadata map with it.
+//   - Bookkeeping ([BookkeepingEngine]): after jobs through every ending,
+//     Pending() returns to zero.
 //   - Herd: two cohorts of 200 jobs fail on their first run. A slice is
 //     the engine's timing noise, Resolution + Lateness (at least 20 ms),
 //     and the window is ten slices; for a coarse engine where that passes
@@ -97,16 +202,25 @@
 // engine and show that the check meant to catch it does, by name: attempt
 // numbers off by one, a cap one too high, early and late retries, jitter
 // ignoring the key, permanent errors retried, retry-after hints ignored,
-// panicked jobs lost, payloads changed, and an engine that spreads
-// retries on its own.
+// panicked jobs lost, payloads changed, an engine that spreads retries on
+// its own, an observer never told, a retry told to fire at once, a false
+// alarm, a worker that dies of a policy panic or of an error's text, a
+// huge delay that overflows and fires at once, error messages stored
+// unchecked, a timed-out attempt told as a success, a cancelled job that
+// runs anyway, an interruption counted as a failure, a stale worker's
+// outcome applied, one engine's decision applied to another's job with the
+// same ID, bookkeeping that leaks, a give-up hook called twice or for a
+// success, and kind rules ignored.
 //
 // # Time
 //
 // Delays are tens of milliseconds, scaled up only where a check needs them
-// above the engine's resolution, and checks run one after another, so an
-// exact engine finishes the suite in a few seconds. An engine with a
-// resolution of one second pays roughly ten seconds for the Herd check and
-// a few seconds for each timing check.
+// above the engine's resolution (the fallback delay, the long retry-after
+// hints, the timeouts), and checks run one after another, so an exact
+// engine finishes the suite in a few seconds (the reference engine in
+// about five on the real clock). An engine with a resolution of one second
+// pays roughly ten seconds for the Herd check and a few seconds for each
+// timing, hostile and lifecycle check.
 //
 // # testing/synctest
 //

@@ -66,14 +66,21 @@ type Config struct {
 	// Rule is the policy and attempts cap the adapter must apply.
 	Rule backoff.Rule
 	// Handler is the job body. The harness calls it once per attempt with
-	// the job's ID, its payload and the 1-based attempt number the engine
-	// reports, mapped to rebound's numbering. It may return an error marked
-	// with backoff.Permanent or backoff.RetryAfter, or panic; the adapter
-	// must handle each as its documentation says.
+	// the context the adapter gives the job (the one Observer's
+	// AttemptStarted returned, carrying the engine's deadline and
+	// cancellation), the job's ID, its payload and the 1-based attempt
+	// number the engine reports, mapped to rebound's numbering. It may
+	// return an error marked with backoff.Permanent or backoff.RetryAfter,
+	// a hostile error (one whose Error method panics, a typed nil, a
+	// megabyte of text), or panic; the adapter must handle each as its
+	// documentation says. It may block until its context is done, or
+	// ignore its context and outlive the attempt's deadline.
 	Handler func(ctx context.Context, job Job) error
 	// Observer, when not nil, must be given to the adapter as its observer
 	// (every adapter's WithObserver), unchanged: the suite checks that what
-	// it is told equals what the engine did.
+	// it is told equals what the engine did. The suite always sets
+	// Observer, GiveUp and OnError when it starts a worker; a harness that
+	// does not pass them on fails every check that runs jobs.
 	Observer observe.Observer
 	// GiveUp, when not nil, must be given to the adapter as its give-up
 	// hook (every adapter's WithGiveUp).
@@ -81,10 +88,14 @@ type Config struct {
 	// OnError, when not nil, must be given to the adapter as its error
 	// handler (every adapter's WithErrorHandler): the suite counts what
 	// the adapter reports as internal errors, and a report where nothing
-	// went wrong is a false alarm.
+	// went wrong is a false alarm. A panicking policy must be reported
+	// here, once per panic (*observe.PanicError{Op: "policy"}). A handler's
+	// panic is the attempt's error (*observe.PanicError{Op: "handler"},
+	// told to the observer); the adapter may also report it here, once.
 	OnError func(error)
 	// FallbackDelay, when positive, must be given to the adapter as the
-	// delay it uses when the policy panics (WithFallbackDelay).
+	// delay it uses when the policy panics (WithFallbackDelay). The suite
+	// always sets it, above the engine's Resolution.
 	FallbackDelay time.Duration
 	// Timeout, when positive, is the deadline the engine must set on each
 	// attempt (asynq's Timeout option, River's JobTimeout, the native
@@ -92,7 +103,8 @@ type Config struct {
 	Timeout time.Duration
 	// Key, when not nil, must be the adapter's jitter key function
 	// (WithKey), called with the job's ID. It may panic: the adapter then
-	// keys by backoff.Key(ID) and reports the panic.
+	// keys by backoff.Key(ID) and reports the panic. The suite sets it
+	// only in the Config it passes to HookDelay.
 	Key func(id string) backoff.Source
 	// KindRules, when not empty, are rules for jobs of the named kinds
 	// (every adapter's WithKindRule); other kinds run under Rule. Jobs
@@ -123,6 +135,12 @@ type Engine interface {
 // A KindEngine enqueues jobs of a named kind (asynq task type, River job
 // kind, native job name), for the checks of per-kind rules. Every adapter's
 // Engine implements it; Enqueue uses the harness's default kind.
+//
+// The suite passes EnqueueKind only kinds that are keys of the worker's
+// Config.KindRules, so a harness knows every kind when Start is called
+// (River registers a worker per kind); the kinds are made of lowercase
+// letters and underscores. The harness's default kind is never one of
+// them: jobs enqueued with Enqueue run under Config.Rule.
 type KindEngine interface {
 	Engine
 	// EnqueueKind adds a job of the given kind, like Enqueue.
@@ -132,7 +150,11 @@ type KindEngine interface {
 // An ErrorEngine reads back the error message the engine stored for a
 // job's last failed attempt (asynq's last_err, River's errors column, the
 // native record's error), for the hostile-error checks. Every adapter's
-// Engine implements it.
+// Engine implements it. The suite reads it once the job has failed for
+// good; the message must be valid UTF-8 (a message that is not is stored
+// with its invalid bytes replaced), at most [Limits.MaxErrorBytes] long
+// when that is set, and recognisably the handler's error: its text, or,
+// for an error whose Error method panics or a typed nil, its type name.
 type ErrorEngine interface {
 	Engine
 	// LastError returns the stored message of the job's last failed
@@ -144,7 +166,12 @@ type ErrorEngine interface {
 // (asynq's Inspector: CancelProcessing for a running task, DeleteTask or
 // ArchiveTask for a waiting one; River's Client.JobCancel from another
 // client; the native queue's operator actions). The suite checks that what
-// observers were told about the job equals the state the engine gave it.
+// observers were told about the job equals the state the engine gave it,
+// and that the job never runs again once it is terminal.
+//
+// Cancelling a running job must cancel its handler's context. After
+// Cancel, State must still answer for the job: a harness whose tool
+// deletes the job reports it as StateFailed.
 type CancelEngine interface {
 	Engine
 	// Cancel cancels the job, running or waiting, as an operator would.
@@ -153,10 +180,11 @@ type CancelEngine interface {
 
 // A RestartEngine stops its worker the way a deploy does (the engine's
 // graceful shutdown, with a short shutdown timeout so that a running
-// handler is cut short) and starts a fresh worker with the same Config on
-// the same queue. A run cut short this way must be reported to observers
-// as [observe.Interrupted], and the job must run again without using up
-// an attempt.
+// handler is cut short: its context is cancelled) and starts a fresh
+// worker with the same Config on the same queue. A run cut short this way
+// must be reported to observers as [observe.Interrupted], and the job must
+// run again without using up an attempt: the next run gets the same
+// attempt number. Jobs waiting for a retry keep their fire times.
 type RestartEngine interface {
 	Engine
 	// Restart shuts the worker down and starts a new one; it returns once
@@ -181,7 +209,10 @@ type ReclaimEngine interface {
 // in memory (River's pending decisions). Once every job is terminal it
 // must return to zero: entries must not leak when a user's ErrorHandler or
 // middleware ends or swallows an attempt, and must expire on their own on
-// an idle system.
+// an idle system. The suite polls it after every check whose jobs all
+// ended, for up to [BookkeepingGrace] plus the declared Resolution and
+// Lateness. An adapter that keeps nothing per job returns 0. Engines that
+// share one adapter value may each return the adapter's total.
 type BookkeepingEngine interface {
 	Engine
 	// Pending returns the number of per-job entries the adapter holds.
@@ -202,6 +233,47 @@ type SharedHarness interface {
 	// (Rule, Observer, GiveUp, OnError, FallbackDelay, Key, KindRules) are
 	// taken from cfgs[0] and shared.
 	StartShared(t testing.TB, cfgs []Config) []Engine
+}
+
+// BookkeepingGrace is how long after the last job of a check ended a
+// [BookkeepingEngine] may still hold entries (besides the declared
+// Resolution and Lateness).
+const BookkeepingGrace = 5 * time.Second
+
+// A Feature is one of the optional parts of the contract that every
+// adapter is nonetheless expected to offer. A check that needs a feature
+// the harness lacks fails with a violation that names what to implement,
+// unless the harness declares the lack (see [LackingHarness]).
+type Feature string
+
+// The features the suite expects of every adapter. Each names the
+// interface the harness or its Engine implements.
+const (
+	// FeatureKinds is [KindEngine], used by the KindRules check.
+	FeatureKinds Feature = "KindEngine"
+	// FeatureErrors is [ErrorEngine], used by the HostileErrors check.
+	FeatureErrors Feature = "ErrorEngine"
+	// FeatureCancel is [CancelEngine], used by the Cancel check.
+	FeatureCancel Feature = "CancelEngine"
+	// FeatureRestart is [RestartEngine], used by the Restart check.
+	FeatureRestart Feature = "RestartEngine"
+	// FeatureBookkeeping is [BookkeepingEngine], used by the Bookkeeping
+	// check and, where present, after every check.
+	FeatureBookkeeping Feature = "BookkeepingEngine"
+	// FeatureShared is [SharedHarness], used by the Concurrency check.
+	FeatureShared Feature = "SharedHarness"
+)
+
+// A LackingHarness declares the features its engine genuinely cannot
+// offer, each with the reason (the suite logs it). A check that needs a
+// declared feature is skipped instead of failed. Declare only what the
+// engine lacks, not what the harness has not got round to: the default is
+// that every feature is required. [ReclaimEngine] is optional and need not
+// be declared.
+type LackingHarness interface {
+	Harness
+	// Lacks maps each missing feature to why the engine cannot offer it.
+	Lacks() map[Feature]string
 }
 
 // State is where a job is in its life.

@@ -1,29 +1,29 @@
 package conformance
 
 import (
-	"bytes"
-	"context"
-	"errors"
-	"fmt"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/rebound-go/rebound/backoff"
 )
 
 // ReferenceHarness is the reference [Harness]: an in-memory engine on the
 // core, one goroutine per attempt and one time.Timer per scheduled retry.
 // It passes the suite, and it is the example of how to write a harness:
-// Start builds a worker around cfg and tears it down with t.Cleanup,
-// HookDelay calls the very function the worker calls when an attempt
-// fails, and Limits states what the engine promises.
+// Start builds a worker around cfg (its rules, observer, give-up hook,
+// error handler, fallback delay, timeout and key) and tears it down with
+// t.Cleanup, HookDelay calls the very function the worker calls when an
+// attempt fails, Limits states what the engine promises, and its engines
+// implement every optional interface: [KindEngine], [ErrorEngine],
+// [CancelEngine], [RestartEngine], [ReclaimEngine], [BookkeepingEngine];
+// the harness is a [SharedHarness] too.
 //
 // Build one with [Reference] or [ReferenceSynctest].
 type ReferenceHarness struct {
 	synctest bool
-	fault    fault // a deliberate defect, for the suite's own tests
+	// capped makes the engine declare and apply limits on delays,
+	// attempts, error messages, timeouts and fire times, as a real engine
+	// does, so that the suite's handling of declared limits is tested too.
+	capped bool
+	fault  fault // a deliberate defect, for the suite's own tests
 }
 
 // fault is a defect the suite's own tests plant in the reference engine to
@@ -31,17 +31,34 @@ type ReferenceHarness struct {
 type fault int
 
 const (
-	faultNone           fault = iota
-	faultAttemptOffBy1        // reports Job.Attempt 0-based
-	faultCapPlusOne           // allows one run more than MaxAttempts
-	faultEarly                // fires retries at half their delay
-	faultLate                 // fires retries well after their delay
-	faultUnkeyed              // keys every job's jitter by the same key
-	faultRetryPermanent       // retries errors marked backoff.Permanent
-	faultIgnoreHint           // ignores backoff.RetryAfter hints
-	faultDropPanicked         // loses a job whose handler panicked
-	faultMangle               // hands the handler a changed payload
-	faultSmear                // spreads retries by itself, as a slow engine would
+	faultNone             fault = iota
+	faultAttemptOffBy1          // reports Job.Attempt 0-based
+	faultCapPlusOne             // allows one run more than MaxAttempts
+	faultEarly                  // fires retries at half their delay
+	faultLate                   // fires retries well after their delay
+	faultUnkeyed                // keys every job's jitter by the same key
+	faultRetryPermanent         // retries errors marked backoff.Permanent
+	faultIgnoreHint             // ignores backoff.RetryAfter hints
+	faultDropPanicked           // loses a job whose handler panicked
+	faultMangle                 // hands the handler a changed payload
+	faultSmear                  // spreads retries by itself, as a slow engine would
+	faultNoObserver             // never tells Config.Observer anything
+	faultToldAtOnce             // tells observers a retry fires at once
+	faultFalseAlarm             // reports an internal error after every success
+	faultPolicyPanicKills       // the worker dies when the policy panics
+	faultHugeAtOnce             // a delay near the Duration limit overflows and fires at once
+	faultErrorTextKills         // the worker dies reading a hostile error's text
+	faultErrorRaw               // stores error messages whole and unchecked
+	faultTimeoutSuccess         // counts an overrun as a failure but tells observers the handler's success
+	faultCancelRuns             // a cancelled waiting job still runs at its fire time
+	faultInterruptCounted       // counts a run cut short by a restart as a failed attempt
+	faultStaleApplied           // applies a reclaimed run's late success
+	faultSharedByID             // engines sharing the adapter mix up decisions of jobs with the same ID
+	faultLeak                   // keeps a bookkeeping entry for every job given up
+	faultGiveUpTwice            // ends a given-up attempt twice: observer and hook told twice
+	faultGiveUpOnSuccess        // calls the give-up hook for a job that succeeds after retries
+	faultIgnoreKinds            // runs every kind under Config.Rule
+	faultHookUnguarded          // HookDelay lets a policy\'s panic through
 )
 
 // Reference returns the reference harness on the real clock. It declares
@@ -56,52 +73,49 @@ func Reference() *ReferenceHarness { return &ReferenceHarness{} }
 // whole suite takes next to no real time.
 func ReferenceSynctest() *ReferenceHarness { return &ReferenceHarness{synctest: true} }
 
-// Name returns "reference" or "reference/synctest".
+// Name returns "reference" or "reference/synctest" (with "/capped" for the
+// variant that declares engine limits).
 func (h *ReferenceHarness) Name() string {
+	name := "reference"
 	if h.synctest {
-		return "reference/synctest"
+		name += "/synctest"
 	}
-	return "reference"
+	if h.capped {
+		name += "/capped"
+	}
+	return name
 }
 
 // Synctest reports whether the harness runs in a testing/synctest bubble;
 // see [SynctestHarness].
 func (h *ReferenceHarness) Synctest() bool { return h.synctest }
 
+// refMaxErrorBytes is the most bytes of an error message the reference
+// engine stores.
+const refMaxErrorBytes = 64 << 10
+
 // Limits returns exact resolution, and a lateness of 100 ms on the real
-// clock or 0 in a bubble.
+// clock or 0 in a bubble. The engine keeps at most 64 KiB of an error
+// message; it stores any delay and any attempts cap.
 func (h *ReferenceHarness) Limits() Limits {
-	if h.synctest {
-		return Limits{}
+	lim := Limits{MaxErrorBytes: refMaxErrorBytes}
+	if !h.synctest {
+		lim.Lateness = 100 * time.Millisecond
 	}
-	return Limits{Lateness: 100 * time.Millisecond}
+	if h.capped {
+		lim.Resolution = 10 * time.Millisecond
+		lim.MaxDelay = 100 * 365 * 24 * time.Hour
+		lim.MaxAttempts = 32767
+		lim.MaxErrorBytes = 1024
+		lim.TimeoutResolution = 50 * time.Millisecond
+	}
+	return lim
 }
 
 // HookDelay returns what the engine's retry hook decides for the job after
 // failed attempt number attempt.
 func (h *ReferenceHarness) HookDelay(cfg Config, id string, attempt int, err error) (time.Duration, bool) {
-	return h.hook(cfg.Rule, id, attempt, err)
-}
-
-// hook is the engine's retry hook: the rule's decision, with the job's
-// jitter keyed by its ID. The worker and HookDelay both call it.
-func (h *ReferenceHarness) hook(rule backoff.Rule, id string, attempt int, err error) (time.Duration, bool) {
-	src := backoff.Key(id)
-	switch h.fault {
-	case faultUnkeyed:
-		src = backoff.Key("reference")
-	case faultCapPlusOne:
-		rule, _ = backoff.NewRule(rule.Policy(), rule.MaxAttempts()+1)
-	case faultRetryPermanent:
-		if backoff.IsPermanent(err) {
-			err = errors.New(err.Error())
-		}
-	case faultIgnoreHint:
-		if _, ok := backoff.RetryAfterHint(err); ok {
-			err = errors.New(err.Error())
-		}
-	}
-	d := rule.Decide(attempt, err, src)
+	d, _ := newRefAdapter(h, cfg).decide(nil, id, "", attempt, err)
 	return d.Delay, d.Retry()
 }
 
@@ -112,145 +126,28 @@ func (h *ReferenceHarness) Start(t testing.TB, cfg Config) Engine {
 	if cfg.Handler == nil {
 		t.Fatalf("conformance: reference: Config.Handler is nil, want the job body")
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e := &refEngine{h: h, cfg: cfg, ctx: ctx, jobs: make(map[string]*refJob), timers: make(map[*time.Timer]struct{})}
-	t.Cleanup(func() {
-		cancel()
-		e.close()
-	})
-	return e
+	return newRefEngine(t, newRefAdapter(h, cfg), cfg.Handler, "reference")
 }
 
-// refEngine is the reference engine: the state of every job in a map.
-type refEngine struct {
-	h   *ReferenceHarness
-	cfg Config
-	ctx context.Context
-
-	mu     sync.Mutex
-	seq    int64
-	jobs   map[string]*refJob
-	timers map[*time.Timer]struct{}
-	closed bool
-	wg     sync.WaitGroup // running attempts and pending timers
-}
-
-type refJob struct {
-	id       string
-	payload  []byte
-	attempts int // runs started
-	state    State
-}
-
-// Enqueue stores the job and runs its first attempt at once.
-func (e *refEngine) Enqueue(ctx context.Context, payload []byte) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
+// StartShared starts one engine per Config, all on one adapter value built
+// from cfgs[0]: its rules, observer, give-up hook and error handler, and
+// what it keeps per job. Each engine numbers its jobs from 1.
+func (h *ReferenceHarness) StartShared(t testing.TB, cfgs []Config) []Engine {
+	if len(cfgs) == 0 {
+		return nil
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return "", errors.New("conformance: reference: Enqueue on a stopped engine")
-	}
-	e.seq++
-	j := &refJob{id: strconv.FormatInt(e.seq, 10), payload: bytes.Clone(payload)}
-	e.jobs[j.id] = j
-	e.wg.Add(1)
-	go e.run(j)
-	return j.id, nil
-}
-
-// State returns the job's state.
-func (e *refEngine) State(_ context.Context, id string) (State, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	j, ok := e.jobs[id]
-	if !ok {
-		return StatePending, fmt.Errorf("conformance: reference: no job with ID %q", id)
-	}
-	return j.state, nil
-}
-
-// run runs one attempt of j and decides what follows. The caller has done
-// e.wg.Add(1) for it.
-func (e *refEngine) run(j *refJob) {
-	defer e.wg.Done()
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return
-	}
-	j.attempts++
-	n := j.attempts
-	e.mu.Unlock()
-
-	reported := n
-	if e.h.fault == faultAttemptOffBy1 {
-		reported = n - 1
-	}
-	payload := bytes.Clone(j.payload)
-	if e.h.fault == faultMangle {
-		payload = append(payload, ' ')
-		payload[0] = '['
-	}
-	panicked, err := e.call(Job{ID: j.id, Attempt: reported, Payload: payload})
-	delay, retry := e.h.hook(e.cfg.Rule, j.id, n, err)
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	switch {
-	case err == nil:
-		j.state = StateCompleted
-		return
-	case panicked && e.h.fault == faultDropPanicked:
-		return // the job stays pending for ever: the defect under test
-	case !retry:
-		j.state = StateFailed
-		return
-	case e.closed:
-		return
-	}
-	switch e.h.fault {
-	case faultEarly:
-		delay /= 2
-	case faultLate:
-		delay += 2*e.h.Limits().Lateness + 5*time.Millisecond
-	case faultSmear:
-		window, _, _ := herdWindow(e.h.Limits())
-		id, _ := strconv.Atoi(j.id)
-		delay += window * time.Duration(id%10) / 10
-	}
-	e.wg.Add(1)
-	var tm *time.Timer
-	tm = time.AfterFunc(delay, func() {
-		e.mu.Lock()
-		delete(e.timers, tm)
-		e.mu.Unlock()
-		e.run(j)
-	})
-	e.timers[tm] = struct{}{}
-}
-
-// call runs the handler, turning a panic into the attempt's error.
-func (e *refEngine) call(job Job) (panicked bool, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			panicked, err = true, fmt.Errorf("conformance: reference: handler panicked: %v", r)
+	a := newRefAdapter(h, cfgs[0])
+	out := make([]Engine, len(cfgs))
+	for i, cfg := range cfgs {
+		if cfg.Handler == nil {
+			t.Fatalf("conformance: reference: Config.Handler %d is nil, want the job body", i)
 		}
-	}()
-	return false, e.cfg.Handler(e.ctx, job)
+		out[i] = newRefEngine(t, a, cfg.Handler, "reference-"+string(rune('a'+i%26)))
+	}
+	return out
 }
 
-// close stops every pending timer and waits for running attempts.
-func (e *refEngine) close() {
-	e.mu.Lock()
-	e.closed = true
-	for tm := range e.timers {
-		if tm.Stop() {
-			e.wg.Done()
-		}
-		delete(e.timers, tm)
-	}
-	e.mu.Unlock()
-	e.wg.Wait()
-}
+var (
+	_ SharedHarness   = (*ReferenceHarness)(nil)
+	_ SynctestHarness = (*ReferenceHarness)(nil)
+)

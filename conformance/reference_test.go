@@ -17,8 +17,8 @@ func TestReferenceSynctest(t *testing.T) {
 
 func TestRunReport(t *testing.T) {
 	r := conformance.RunReport(t, conformance.ReferenceSynctest())
-	if r.Harness != "reference/synctest" || r.Limits != (conformance.Limits{}) {
-		t.Errorf("report names %q with limits %+v, want reference/synctest with zero limits", r.Harness, r.Limits)
+	if want := (conformance.Limits{MaxErrorBytes: 64 << 10}); r.Harness != "reference/synctest" || r.Limits != want {
+		t.Errorf("report names %q with limits %+v, want reference/synctest with limits %+v", r.Harness, r.Limits, want)
 	}
 	// In a bubble the reference engine is exact: every retry starts at its
 	// computed time, no earlier and no later.

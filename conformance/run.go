@@ -1,0 +1,121 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// A SynctestHarness is a [Harness] whose engine runs entirely on the
+// standard library's clock and goroutines inside the test process (for
+// example an in-memory scheduler, or an engine on miniredis dialled through
+// an in-process pipe), so that it can run inside a testing/synctest bubble.
+//
+// When Synctest returns true, [Run] runs every check in its own bubble
+// (synctest.Test), calling Start inside it: the engine's timers then run on
+// fake time, long schedules take no real time, and measured lateness is
+// exactly what the engine adds. Run itself must not be called inside a
+// bubble, because it runs each check with t.Run, which a bubble forbids.
+type SynctestHarness interface {
+	Harness
+	// Synctest reports whether every check should run in a bubble.
+	Synctest() bool
+}
+
+// check is one named subtest of the suite.
+type check struct {
+	name string
+	run  func(e *env)
+}
+
+// checks is the suite, in the order Run runs it.
+var checks = []check{
+	{"Schedule", checkSchedule},
+	{"AttemptNumbering", checkAttemptNumbering},
+	{"AttemptsCap", checkAttemptsCap},
+	{"NeverEarlyBoundedLate", checkTiming},
+	{"Permanent", checkPermanent},
+	{"RetryAfter", checkRetryAfter},
+	{"Panic", checkPanic},
+	{"GiveUp", checkGiveUp},
+	{"KindRules", checkKindRules},
+	{"Timeout", checkTimeout},
+	{"Cancel", checkCancel},
+	{"Restart", checkRestart},
+	{"Reclaim", checkReclaim},
+	{"Concurrency", checkConcurrency},
+	{"Bookkeeping", checkBookkeeping},
+	{"Herd", checkHerd},
+	// Last: an engine that fails these may take the whole test process
+	// down (a panic on a worker goroutine), which loses what later checks
+	// would have said.
+	{"HostilePolicy", checkHostilePolicy},
+	{"HostileErrors", checkHostileErrors},
+}
+
+// Run runs the conformance suite against h, each check as a subtest of t
+// named after it, and logs the lateness table of the adapter (see
+// [Report]). It is what an adapter's own test calls:
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, myHarness{...})
+//	}
+//
+// Run must not be called inside a testing/synctest bubble; a harness that
+// can run in one implements [SynctestHarness] instead.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	RunReport(t, h)
+}
+
+// RunReport is [Run] that also returns what the suite measured, for
+// adapters that publish their lateness figures.
+func RunReport(t *testing.T, h Harness) Report {
+	t.Helper()
+	lim := h.Limits()
+	if lim.Resolution < 0 || lim.Lateness < 0 || lim.MaxDelay < 0 || lim.MaxAttempts < 0 || lim.MaxErrorBytes < 0 || lim.TimeoutResolution < 0 {
+		t.Fatalf("conformance: harness %s declares negative limits (%+v), want every limit >= 0", h.Name(), lim)
+	}
+	var lacks map[Feature]string
+	if lh, ok := h.(LackingHarness); ok {
+		lacks = lh.Lacks()
+		for f, reason := range lacks {
+			if strings.TrimSpace(reason) == "" {
+				t.Errorf("conformance: harness %s declares it lacks %s without a reason; say why the engine cannot offer it", h.Name(), f)
+			}
+		}
+	}
+	st := &stats{}
+	began := time.Now()
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			for _, v := range runCheck(t, h, c, st) {
+				t.Error(v)
+			}
+		})
+	}
+	r := st.report(h.Name(), lim)
+	r.Lacks = lacks
+	r.Elapsed = time.Since(began)
+	t.Log(r.String())
+	return r
+}
+
+// runCheck runs one check against h, in a bubble if h asks for one, and
+// returns what it found wrong.
+func runCheck(t *testing.T, h Harness, c check, st *stats) []string {
+	t.Helper()
+	var found []string
+	body := func(t *testing.T) {
+		e := newEnv(t, h, st)
+		c.run(e)
+		found = e.found()
+	}
+	if sh, ok := h.(SynctestHarness); ok && sh.Synctest() {
+		synctest.Test(t, body)
+	} else {
+		body(t)
+	}
+	return found
+}
