@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/url"
 	"os"
@@ -121,14 +122,14 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 	case o.redis != "" && len(o.queues) == 0:
 		return usageError(stderr, fs, "-redis needs at least one -queue NAME, the native queues to show")
 	case !o.remote && !loopbackAddr(host):
-		return usageError(stderr, fs, "-addr %s is not a loopback address; the page shows job payloads and takes actions on queues, so serving it beyond this machine needs -remote (and a token)", o.addr)
+		return usageError(stderr, fs, "-addr %s is not a loopback address; the page shows job payloads and errors and can act on queues, so serving it beyond this machine needs -remote (and a token)", o.addr)
 	case !o.remote && o.token != "":
 		return usageError(stderr, fs, "-token is for -remote; on loopback the page needs no access token")
 	case o.remote && o.token != "" && len(o.token) < ui.MinTokenLen:
 		return usageError(stderr, fs, "-token is %d characters, want at least %d", len(o.token), ui.MinTokenLen)
 	}
 
-	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh}
+	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh, ErrorLog: log.New(stderr, "rebound ui: ", 0)}
 	if o.remote && cfg.Token == "" {
 		cfg.Token = rand.Text()
 	}

@@ -219,7 +219,7 @@ func TestUIBadFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"-addr", "0.0.0.0:0"}, "-addr 0.0.0.0:0 is not a loopback address; the page shows job payloads and takes actions on queues, so serving it beyond this machine needs -remote"},
+		{[]string{"-addr", "0.0.0.0:0"}, "-addr 0.0.0.0:0 is not a loopback address; the page shows job payloads and errors and can act on queues, so serving it beyond this machine needs -remote"},
 		{[]string{"-addr", ":8080"}, "is not a loopback address"},
 		{[]string{"-addr", "8080"}, `-addr "8080" is not host:port`},
 		{[]string{"-token", "0123456789abcdef"}, "-token is for -remote"},

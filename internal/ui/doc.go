@@ -9,7 +9,7 @@
 //
 // # Security
 //
-// The page shows job payloads and errors and will take actions on queues, so
+// The page shows job payloads and errors and can act on queues, so
 // the server trusts no request by default:
 //
 //   - On loopback (the default) it answers only requests whose Host is a

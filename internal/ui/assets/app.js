@@ -388,7 +388,8 @@
       env: `RETRY_POLICY=${shQuote(ans.text)}`,
     }[state.use];
     const note = {
-      go: `MaxAttempts ${ans.maxAttempts}: one run and up to ${ans.maxAttempts - 1} ${ans.maxAttempts === 2 ? "retry" : "retries"}. Hand the rule to an adapter.`,
+      go: ans.maxAttempts === 1 ? "MaxAttempts 1: one run and no retry. Hand the rule to an adapter." :
+        `MaxAttempts ${ans.maxAttempts}: one run and up to ${ans.maxAttempts - 1} ${ans.maxAttempts === 2 ? "retry" : "retries"}. Hand the rule to an adapter.`,
       flag: 'A backoff.Spec is a flag.Value: var p backoff.Spec; flag.Var(&p, "retry-policy", "retry policy").',
       env: 'Read it with backoff.Parse(os.Getenv("RETRY_POLICY")); a backoff.Spec also unmarshals from JSON.',
     }[state.use];
@@ -436,7 +437,7 @@
       item(focus ? `retry ${sel.attempt} fires at` : "first retry fires at", "+" + sel.total.text,
         sel.attempt === 1 ? "" : `after waiting ${sel.delay.text}`),
       item("last retry fires at", "+" + lastStep.total.text, "total wall-clock"),
-      item("longest possible delay", ans.max.text, "the cap, jitter included"),
+      item("longest possible delay", ans.max.text, "never exceeded, jitter included"),
     );
     $("#timeline-sub").textContent = ans.random ?
       (ans.key ? `jitter keyed by job "${ans.key}": the schedule this job follows on every engine` :
