@@ -47,6 +47,7 @@ func commands() []command {
 	return []command{
 		{"plan", "the schedule one job follows: delays, total wait, fire times and a bar chart", runPlan},
 		{"herd", "where a cohort that failed together retries, with and without jitter", runHerd},
+		{"ui", "the curve, the herd and the native queues in a browser, live", runUI},
 	}
 }
 

@@ -90,19 +90,15 @@ type plan struct {
 	ascii  bool
 }
 
-func writePlan(w io.Writer, pl plan) {
+// planRows returns the schedule pl tables (pl.n at least 1) and its rows
+// as plan prints them: attempt, delay, total and fire time. The ui command's
+// page shows the same rows.
+func planRows(pl plan) ([]backoff.Step, [][]string) {
 	src := backoff.Source{}
 	if pl.key != "" {
 		src = backoff.Key(pl.key)
 	}
 	steps := backoff.Schedule(pl.policy, src, pl.n)
-	jittered := random(pl.policy)
-
-	fmt.Fprintf(w, "policy  %s  (max delay %s)\n", pl.policy, fmtDur(pl.policy.Max()))
-	if pl.key != "" {
-		fmt.Fprintf(w, "key     %s\n", strconv.Quote(pl.key))
-	}
-	fmt.Fprintf(w, "from    %s\n\n", pl.from.Format(time.RFC3339Nano))
 
 	// Fire times print as a time of day when they all fall on the first
 	// failure's date, with the date otherwise.
@@ -111,13 +107,27 @@ func writePlan(w io.Writer, pl plan) {
 	if y, m, d := last.Date(); y != pl.from.Year() || m != pl.from.Month() || d != pl.from.Day() {
 		layout = "2006-01-02 15:04:05.000"
 	}
-
-	header := []string{"attempt", "delay", "total", "fires at"}
 	rows := make([][]string, len(steps))
-	var longest time.Duration
 	for i, s := range steps {
 		fire := pl.from.Add(s.Total).Round(time.Millisecond)
 		rows[i] = []string{strconv.Itoa(s.Attempt), fmtDur(s.Delay), fmtDur(s.Total), fire.Format(layout)}
+	}
+	return steps, rows
+}
+
+func writePlan(w io.Writer, pl plan) {
+	steps, rows := planRows(pl)
+	jittered := random(pl.policy)
+
+	fmt.Fprintf(w, "policy  %s  (max delay %s)\n", pl.policy, fmtDur(pl.policy.Max()))
+	if pl.key != "" {
+		fmt.Fprintf(w, "key     %s\n", strconv.Quote(pl.key))
+	}
+	fmt.Fprintf(w, "from    %s\n\n", pl.from.Format(time.RFC3339Nano))
+
+	header := []string{"attempt", "delay", "total", "fires at"}
+	var longest time.Duration
+	for _, s := range steps {
 		longest = max(longest, s.Delay)
 	}
 	widths := make([]int, len(header))

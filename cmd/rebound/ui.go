@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/adapters/native"
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/ui"
+)
+
+func uiHelp(fs *flag.FlagSet) func(io.Writer) {
+	return func(w io.Writer) {
+		fmt.Fprint(w, `Usage: rebound ui [POLICY] [-addr 127.0.0.1:0] [-redis URL -queue NAME ...]
+
+ui serves a page to explore retry policies in a browser and prints its
+address. Move the sliders and see each retry's fire time after a failure at
+t = 0, the delay, fire time and total wait per attempt (what plan prints),
+and where 1000 jobs that failed together retry, with and without jitter
+(what herd prints). The policy's text form follows every move, ready to
+copy; type into it and a mistake is shown where it is, as the CLI shows it.
+POLICY, if given, is the policy the page opens with.
+
+With -redis and -queue, the page also shows each native queue's jobs by
+state, refreshed live, and looks jobs up by ID.
+
+The page loads nothing from the network. It listens on loopback only and
+answers only requests addressed to loopback, so other machines and other
+sites cannot reach it. To serve it beyond this machine, pass -remote: every
+request then needs a token (-token, or one is generated and printed with the
+address). Ctrl-C stops it.
+
+Flags:
+`)
+		printFlags(w, fs)
+		fmt.Fprint(w, "\n"+policyHelp)
+	}
+}
+
+// uiOptions are ui's flags.
+type uiOptions struct {
+	addr    string
+	redis   string
+	queues  stringsFlag
+	prefix  string
+	remote  bool
+	token   string
+	refresh time.Duration
+}
+
+// stringsFlag is a repeatable string flag.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string     { return strings.Join(*f, ", ") }
+func (f *stringsFlag) Set(s string) error { *f = append(*f, s); return nil }
+
+func uiFlags() (*flag.FlagSet, *uiOptions) {
+	fs := newFlagSet("ui")
+	o := new(uiOptions)
+	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "`ADDRESS` to listen on, host:port; port 0 picks a free one. A non-loopback host needs -remote")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` of the native queues to show, e.g. redis://127.0.0.1:6379/0")
+	fs.Var(&o.queues, "queue", "`NAME` of a native queue to show (repeat for more); needs -redis")
+	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "key `PREFIX` of the native queues")
+	fs.BoolVar(&o.remote, "remote", false, "allow a non-loopback -addr; every request then needs the access token")
+	fs.StringVar(&o.token, "token", "", "access `TOKEN` for -remote, at least "+strconv.Itoa(ui.MinTokenLen)+" characters; empty generates one")
+	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts")
+	return fs, o
+}
+
+func runUI(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveUI(ctx, args, stdout, stderr, nil)
+}
+
+// serveUI is the ui command: it serves until ctx ends. ready, if not nil,
+// is told the page's address once the server listens.
+func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(url string)) int {
+	fs, o := uiFlags()
+	pos, err := parseFlags(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		uiHelp(fs)(stdout)
+		return exitOK
+	}
+	if err != nil {
+		return usageError(stderr, fs, "%v", err)
+	}
+	var policy string
+	switch len(pos) {
+	case 0:
+	case 1:
+		policy = pos[0]
+		if _, ok := parsePolicy("ui", policy, stderr); !ok {
+			return exitUsage
+		}
+	default:
+		return usageError(stderr, fs, "got %d arguments %q, want at most one POLICY (quote it: 'exponential(100ms, 2s)')", len(pos), pos)
+	}
+	host, _, err := net.SplitHostPort(o.addr)
+	switch {
+	case err != nil:
+		return usageError(stderr, fs, "-addr %q is not host:port, want an address such as 127.0.0.1:8080", o.addr)
+	case o.refresh <= 0:
+		return usageError(stderr, fs, "-refresh %s is not positive, want an interval such as 1s", o.refresh)
+	case len(o.queues) > 0 && o.redis == "":
+		return usageError(stderr, fs, "-queue needs -redis URL, the Redis the queues live on")
+	case o.redis != "" && len(o.queues) == 0:
+		return usageError(stderr, fs, "-redis needs at least one -queue NAME, the native queues to show")
+	case !o.remote && !loopbackAddr(host):
+		return usageError(stderr, fs, "-addr %s is not a loopback address; the page shows job payloads and errors and can act on queues, so serving it beyond this machine needs -remote (and a token)", o.addr)
+	case !o.remote && o.token != "":
+		return usageError(stderr, fs, "-token is for -remote; on loopback the page needs no access token")
+	case o.remote && o.token != "" && len(o.token) < ui.MinTokenLen:
+		return usageError(stderr, fs, "-token is %d characters, want at least %d", len(o.token), ui.MinTokenLen)
+	}
+
+	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh, ErrorLog: log.New(stderr, "rebound ui: ", 0)}
+	if o.remote && cfg.Token == "" {
+		cfg.Token = rand.Text()
+	}
+	if o.redis != "" {
+		opt, err := redis.ParseURL(o.redis)
+		if err != nil {
+			return usageError(stderr, fs, "-redis %q: %v; want a URL such as redis://127.0.0.1:6379/0", o.redis, err)
+		}
+		rdb := redis.NewClient(opt)
+		defer rdb.Close()
+		for _, name := range o.queues {
+			q, err := native.NewQueue(rdb, name, native.WithPrefix(o.prefix))
+			if err != nil {
+				return usageError(stderr, fs, "-queue %q: %v", name, err)
+			}
+			cfg.Queues = append(cfg.Queues, q)
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err = rdb.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %v\n", opt.Addr, err)
+			return exitFail
+		}
+	}
+	srv, err := ui.New(cfg)
+	if err != nil {
+		return usageError(stderr, fs, "%v", err)
+	}
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "rebound ui: %v\n", err)
+		return exitFail
+	}
+	page := pageURL(ln.Addr().(*net.TCPAddr), o.remote, cfg.Token, policy)
+	fmt.Fprintf(stdout, "rebound ui: serving %s\n", page)
+	if o.remote {
+		fmt.Fprintf(stdout, "rebound ui: the page needs its token, %s: it is in the address above; keep it secret\n", cfg.Token)
+	}
+	fmt.Fprintln(stdout, "rebound ui: press Ctrl-C to stop")
+	if ready != nil {
+		ready(page)
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		fmt.Fprintf(stderr, "rebound ui: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// loopbackAddr reports whether host, from -addr, is this machine's
+// loopback only. An empty host listens on every interface.
+func loopbackAddr(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// pageURL is the address to open: on an unspecified IP (every interface)
+// it names this machine's host name.
+func pageURL(a *net.TCPAddr, remote bool, token, policy string) string {
+	host := a.IP.String()
+	if a.IP.IsUnspecified() {
+		host = "localhost"
+		if remote {
+			if h, err := os.Hostname(); err == nil {
+				host = h
+			}
+		}
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(a.Port)), Path: "/"}
+	v := url.Values{}
+	if policy != "" {
+		v.Set("policy", policy)
+	}
+	if remote {
+		v.Set("token", token)
+	}
+	u.RawQuery = v.Encode()
+	return u.String()
+}
+
+// cliModel computes the page's numbers with the code of the plan and herd
+// commands, so the page shows what they print.
+type cliModel struct{}
+
+func (cliModel) Curve(q ui.Query) (ui.Curve, error) {
+	p, err := backoff.Parse(q.Policy)
+	if err != nil {
+		return ui.Curve{}, policyError(q.Policy, err)
+	}
+	c := ui.Curve{
+		Policy: p,
+		Text:   p.String(),
+		Max:    ui.NewDuration(p.Max(), fmtDur(p.Max())),
+		Random: random(p),
+	}
+	if q.Retries > 0 {
+		pl := plan{policy: p, key: q.Key, from: q.From, n: q.Retries}
+		c.Plan = uiSteps(planRows(pl))
+		if base, removed := unjitter(p); removed {
+			pl.policy = base
+			c.Steady = uiSteps(planRows(pl))
+		}
+	}
+	h := simulate(p, q.HerdJobs, q.HerdAttempt, q.HerdBuckets, "")
+	c.Herd = ui.Herd{
+		Jobs: h.jobs, Attempt: h.attempt, FirstKey: h.firstKey, LastKey: h.lastKey,
+		Bucket: ui.NewDuration(h.width, trimDur(h.width)),
+		Edges:  make([]string, h.buckets+1),
+		Mean:   h.mean(), MeanText: h.meanText(),
+		Note: h.note,
+	}
+	for b := range c.Herd.Edges {
+		c.Herd.Edges[b] = h.edge(b)
+	}
+	for _, s := range h.series {
+		c.Herd.Series = append(c.Herd.Series, ui.HerdSeries{
+			Role: s.role, Policy: s.policy.String(), Counts: s.counts,
+			Peak: s.peak, PeakWindow: h.window(s.peakAt),
+			PeakFactor: strconv.FormatFloat(float64(s.peak)/h.mean(), 'f', 2, 64) + "x",
+			First:      ui.NewDuration(s.first, fmtDur(s.first)),
+			Last:       ui.NewDuration(s.last, fmtDur(s.last)),
+		})
+	}
+	if len(h.series) == 2 {
+		without, with := h.series[0], h.series[1]
+		if with.peak < without.peak {
+			c.Herd.Verdict = fmt.Sprintf("jitter cuts the peak from %d to %d retries per %s, %.1fx lower.",
+				without.peak, with.peak, trimDur(h.width), float64(without.peak)/float64(with.peak))
+		} else {
+			c.Herd.Verdict = fmt.Sprintf("jitter does not lower the peak here (%d without, %d with, per %s).",
+				without.peak, with.peak, trimDur(h.width))
+		}
+	}
+	return c, nil
+}
+
+// uiSteps converts plan's schedule and rows for the page.
+func uiSteps(steps []backoff.Step, rows [][]string) []ui.Step {
+	out := make([]ui.Step, len(steps))
+	for i, s := range steps {
+		out[i] = ui.Step{
+			Attempt: s.Attempt,
+			Delay:   ui.NewDuration(s.Delay, rows[i][1]),
+			Total:   ui.NewDuration(s.Total, rows[i][2]),
+			FiresAt: rows[i][3],
+		}
+	}
+	return out
+}
+
+// policyError reports a policy that does not parse with the lines plan
+// prints for it, without the command's name and the pointer to -h.
+func policyError(text string, err error) *ui.PolicyError {
+	var diag strings.Builder
+	parsePolicy("plan", text, &diag)
+	lines := strings.SplitAfter(diag.String(), "\n")
+	pe := &ui.PolicyError{Input: text, Message: strings.TrimSuffix(strings.TrimPrefix(lines[0], "rebound plan: "), "\n")}
+	var se *backoff.SyntaxError
+	if errors.As(err, &se) {
+		pe.Offset = se.Offset
+		pe.Column = len([]rune(text[:min(max(se.Offset, 0), len(text))]))
+		if len(lines) >= 3 {
+			pe.Caret = lines[1] + lines[2]
+		}
+	}
+	return pe
+}

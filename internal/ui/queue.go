@@ -1,0 +1,410 @@
+package ui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rebound-go/rebound/adapters/native"
+)
+
+// Queue is what the queue view reads from one queue: its counts by state,
+// refreshed live, and single jobs looked up by ID. *native.Queue implements
+// it.
+type Queue interface {
+	Name() string
+	Counts(ctx context.Context) (native.Counts, error)
+	Job(ctx context.Context, id string) (native.JobInfo, error)
+}
+
+// The interfaces below are the queue view's extension points. A [Queue]
+// that implements one of them gains its feature: the API serves it and the
+// page shows its controls, each action behind a confirmation. A queue that
+// implements none shows counts and job lookup only.
+
+// JobLister is implemented by a queue that lists its jobs by state. With it
+// the page shows the delayed jobs as a timeline of upcoming retries and the
+// failed jobs with their last errors.
+type JobLister interface {
+	// Jobs returns at most limit jobs in state: delayed jobs soonest first,
+	// failed and completed jobs latest first, waiting jobs in the order they
+	// will run, active jobs by lease deadline.
+	Jobs(ctx context.Context, state native.State, limit int) ([]native.JobInfo, error)
+}
+
+// Retrier is implemented by a queue that sends a failed job back to run
+// again, with its attempts counted afresh.
+type Retrier interface {
+	RetryJob(ctx context.Context, id string) error
+}
+
+// Runner is implemented by a queue that makes a delayed job due at once.
+type Runner interface {
+	RunJobNow(ctx context.Context, id string) error
+}
+
+// Deleter is implemented by a queue that deletes a job in any state but
+// active.
+type Deleter interface {
+	DeleteJob(ctx context.Context, id string) error
+}
+
+// Pauser is implemented by a queue whose workers can be paused: a paused
+// queue hands out no jobs until it is resumed.
+type Pauser interface {
+	Pause(ctx context.Context) error
+	Resume(ctx context.Context) error
+	Paused(ctx context.Context) (bool, error)
+}
+
+// Features a queue reports to the page, by the interfaces it implements.
+const (
+	featureJobs   = "jobs"   // JobLister
+	featureRetry  = "retry"  // Retrier
+	featureRun    = "run"    // Runner
+	featureDelete = "delete" // Deleter
+	featurePause  = "pause"  // Pauser
+)
+
+func features(q Queue) []string {
+	f := []string{}
+	if _, ok := q.(JobLister); ok {
+		f = append(f, featureJobs)
+	}
+	if _, ok := q.(Retrier); ok {
+		f = append(f, featureRetry)
+	}
+	if _, ok := q.(Runner); ok {
+		f = append(f, featureRun)
+	}
+	if _, ok := q.(Deleter); ok {
+		f = append(f, featureDelete)
+	}
+	if _, ok := q.(Pauser); ok {
+		f = append(f, featurePause)
+	}
+	return f
+}
+
+// queueInfo describes a queue to the page.
+type queueInfo struct {
+	Name     string   `json:"name"`
+	Features []string `json:"features"`
+}
+
+// snapshot is one sample of every queue, sent on the event stream.
+type snapshot struct {
+	// At is the server's clock when the sample was taken, Unix ms.
+	At     int64         `json:"at"`
+	Queues []queueSample `json:"queues"`
+}
+
+type queueSample struct {
+	Name   string      `json:"name"`
+	Counts *countsJSON `json:"counts,omitempty"`
+	Paused *bool       `json:"paused,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+type countsJSON struct {
+	Waiting   int64 `json:"waiting"`
+	Active    int64 `json:"active"`
+	Delayed   int64 `json:"delayed"`
+	Completed int64 `json:"completed"`
+	Failed    int64 `json:"failed"`
+}
+
+// jobJSON is a job as the page shows it. Times are Unix ms, omitted when
+// unset.
+type jobJSON struct {
+	ID            string            `json:"id"`
+	Queue         string            `json:"queue"`
+	Name          string            `json:"name"`
+	State         string            `json:"state"`
+	Attempts      int               `json:"attempts"`
+	MaxAttempts   int               `json:"maxAttempts"`
+	LastError     string            `json:"lastError"`
+	NextFireAt    int64             `json:"nextFireAt,omitempty"`
+	LeaseDeadline int64             `json:"leaseDeadline,omitempty"`
+	CreatedAt     int64             `json:"createdAt,omitempty"`
+	FinishedAt    int64             `json:"finishedAt,omitempty"`
+	PayloadSize   int               `json:"payloadSize"`
+	Payload       string            `json:"payload"`       // the payload as text, cut to payloadPreview bytes
+	PayloadBinary bool              `json:"payloadBinary"` // the payload is not UTF-8 text and is not shown
+	Metadata      map[string]string `json:"metadata"`
+}
+
+// payloadPreview is how much of a payload the page shows.
+const payloadPreview = 4 << 10
+
+func toJobJSON(queue string, j native.JobInfo) jobJSON {
+	ms := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixMilli()
+	}
+	out := jobJSON{
+		ID: j.ID, Queue: queue, Name: j.Name, State: j.State.String(),
+		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError,
+		NextFireAt: ms(j.NextFireAt), LeaseDeadline: ms(j.LeaseDeadline),
+		CreatedAt: ms(j.CreatedAt), FinishedAt: ms(j.FinishedAt),
+		PayloadSize: len(j.Payload), Metadata: j.Metadata,
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]string{}
+	}
+	p := j.Payload
+	if len(p) > payloadPreview {
+		p = p[:payloadPreview]
+		for i := 1; i < utf8.UTFMax && !utf8.Valid(p); i++ {
+			p = p[:len(p)-1] // do not cut a character in two
+		}
+	}
+	if utf8.Valid(p) {
+		out.Payload = string(p)
+	} else {
+		out.PayloadBinary = true
+	}
+	return out
+}
+
+func (s *Server) queue(name string) (Queue, bool) {
+	for _, q := range s.queues {
+		if q.Name() == name {
+			return q, true
+		}
+	}
+	return nil, false
+}
+
+// sample reads every queue's counts, each within the refresh interval.
+func (s *Server) sample(ctx context.Context) snapshot {
+	snap := snapshot{At: time.Now().UnixMilli(), Queues: make([]queueSample, len(s.queues))}
+	for i, q := range s.queues {
+		qs := queueSample{Name: q.Name()}
+		cctx, cancel := context.WithTimeout(ctx, max(s.refresh, time.Second))
+		c, err := q.Counts(cctx)
+		if err == nil {
+			qs.Counts = &countsJSON{c.Waiting, c.Active, c.Delayed, c.Completed, c.Failed}
+			if p, ok := q.(Pauser); ok {
+				paused, perr := p.Paused(cctx)
+				if perr == nil {
+					qs.Paused = &paused
+				} else {
+					err = perr
+				}
+			}
+		}
+		cancel()
+		if err != nil {
+			qs.Error = err.Error()
+		}
+		snap.Queues[i] = qs
+	}
+	return snap
+}
+
+// events streams a snapshot of every queue each refresh interval, as
+// server-sent events, until the client goes away or the server stops.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	tick := time.NewTicker(s.refresh)
+	defer tick.Stop()
+	for {
+		b, err := json.Marshal(s.sample(r.Context()))
+		if err != nil {
+			return
+		}
+		if _, err := fmt.Fprintf(w, "retry: 2000\nevent: counts\ndata: %s\n\n", b); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) queueList(w http.ResponseWriter, _ *http.Request) {
+	out := make([]queueInfo, len(s.queues))
+	for i, q := range s.queues {
+		out[i] = queueInfo{Name: q.Name(), Features: features(q)}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	name, id := r.URL.Query().Get("queue"), r.URL.Query().Get("id")
+	q, ok := s.queue(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
+		return
+	}
+	if id == "" {
+		writeError(w, http.StatusBadRequest, "missing job ID, want ?queue=NAME&id=JOB_ID")
+		return
+	}
+	j, err := q.Job(r.Context(), id)
+	switch {
+	case errors.Is(err, native.ErrNotFound):
+		writeError(w, http.StatusNotFound, fmt.Sprintf("queue %q has no job %q (never enqueued, or dropped by retention)", name, id))
+	case err != nil:
+		writeError(w, http.StatusBadGateway, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, toJobJSON(name, j))
+	}
+}
+
+// maxListed is the most jobs one list request returns.
+const maxListed = 500
+
+func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q, ok := s.queue(v.Get("queue"))
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", v.Get("queue"), s.queueNames()))
+		return
+	}
+	lister, ok := q.(JobLister)
+	if !ok {
+		writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot list its jobs", q.Name()))
+		return
+	}
+	state, ok := parseState(v.Get("state"))
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is unknown, want waiting, active, delayed, completed or failed", v.Get("state")))
+		return
+	}
+	limit := 50
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > maxListed {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q is out of range, want 1..%d", l, maxListed))
+			return
+		}
+		limit = n
+	}
+	list, err := lister.Jobs(r.Context(), state, limit)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, err.Error())
+		return
+	}
+	out := make([]jobJSON, 0, min(len(list), limit))
+	for _, j := range list[:min(len(list), limit)] {
+		out = append(out, toJobJSON(q.Name(), j))
+	}
+	writeJSON(w, http.StatusOK, struct {
+		At   int64     `json:"at"`
+		Jobs []jobJSON `json:"jobs"`
+	}{time.Now().UnixMilli(), out})
+}
+
+func parseState(s string) (native.State, bool) {
+	for st := native.StateWaiting; st <= native.StateFailed; st++ {
+		if st.String() == s {
+			return st, true
+		}
+	}
+	return 0, false
+}
+
+// actionRequest is the body of POST /api/action.
+type actionRequest struct {
+	Queue  string `json:"queue"`
+	Action string `json:"action"` // retry, run, delete, pause or resume
+	ID     string `json:"id"`     // the job, for retry, run and delete
+}
+
+// action takes one operator action on a queue, if the queue supports it.
+func (s *Server) action(w http.ResponseWriter, r *http.Request) {
+	var req actionRequest
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "body is not an action: "+err.Error()+`; want {"queue": NAME, "action": "retry"|"run"|"delete"|"pause"|"resume", "id": JOB_ID}`)
+		return
+	}
+	q, ok := s.queue(req.Queue)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", req.Queue, s.queueNames()))
+		return
+	}
+	var do func(ctx context.Context) error
+	needsID := true
+	switch req.Action {
+	case "retry":
+		if a, ok := q.(Retrier); ok {
+			do = func(ctx context.Context) error { return a.RetryJob(ctx, req.ID) }
+		}
+	case "run":
+		if a, ok := q.(Runner); ok {
+			do = func(ctx context.Context) error { return a.RunJobNow(ctx, req.ID) }
+		}
+	case "delete":
+		if a, ok := q.(Deleter); ok {
+			do = func(ctx context.Context) error { return a.DeleteJob(ctx, req.ID) }
+		}
+	case "pause", "resume":
+		needsID = false
+		if a, ok := q.(Pauser); ok {
+			do = a.Pause
+			if req.Action == "resume" {
+				do = a.Resume
+			}
+		}
+	default:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %q is unknown, want retry, run, delete, pause or resume", req.Action))
+		return
+	}
+	switch {
+	case do == nil:
+		writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q does not support %s", q.Name(), req.Action))
+		return
+	case needsID && req.ID == "":
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %s needs the job's ID", req.Action))
+		return
+	case !needsID && req.ID != "":
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("action %s takes the whole queue, not a job; want no ID", req.Action))
+		return
+	}
+	err := do(r.Context())
+	switch {
+	case errors.Is(err, native.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case err != nil:
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		writeJSON(w, http.StatusOK, struct {
+			OK bool `json:"ok"`
+		}{true})
+	}
+}
+
+func (s *Server) queueNames() string {
+	if len(s.queues) == 0 {
+		return "no queues (start it with -redis URL -queue NAME)"
+	}
+	out := ""
+	for i, q := range s.queues {
+		if i > 0 {
+			out += ", "
+		}
+		out += strconv.Quote(q.Name())
+	}
+	return out
+}

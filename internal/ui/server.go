@@ -1,0 +1,362 @@
+package ui
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log"
+	"mime"
+	"net"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Config configures a [Server].
+type Config struct {
+	// Model computes the curve view's numbers. It is required.
+	Model Model
+	// Queues are the queues the queue view shows, in order; none hides the
+	// view. Their names must be distinct.
+	Queues []Queue
+	// Remote serves requests whose Host is not a loopback address: set it
+	// when listening beyond loopback. Every request then needs Token.
+	Remote bool
+	// Token is the access token a remote server requires; it must be at
+	// least 16 characters. It is ignored on loopback.
+	Token string
+	// Refresh is how often the queue view samples the queues (default 1s).
+	Refresh time.Duration
+	// ErrorLog receives the HTTP server's own errors (nil: discarded).
+	ErrorLog *log.Logger
+}
+
+// Server is rebound's browser page and its JSON API.
+type Server struct {
+	model   Model
+	queues  []Queue
+	remote  bool
+	token   string // access token, remote only
+	csrf    string // per-process token the page sends with every POST
+	refresh time.Duration
+	errLog  *log.Logger
+	page    *template.Template
+	static  map[string]staticFile
+}
+
+type staticFile struct {
+	body  []byte
+	etag  string
+	ctype string
+}
+
+// MinTokenLen is the shortest access token a remote server accepts.
+const MinTokenLen = 16
+
+// New returns a server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("ui: no Model, want the computation behind the curve view")
+	}
+	if cfg.Remote && len(cfg.Token) < MinTokenLen {
+		return nil, fmt.Errorf("ui: a server reachable beyond loopback needs an access token of at least %d characters, got %d", MinTokenLen, len(cfg.Token))
+	}
+	seen := map[string]bool{}
+	for i, q := range cfg.Queues {
+		if q == nil {
+			return nil, fmt.Errorf("ui: queue %d is nil", i)
+		}
+		if seen[q.Name()] {
+			return nil, fmt.Errorf("ui: queue %q is given twice, want each queue once", q.Name())
+		}
+		seen[q.Name()] = true
+	}
+	if cfg.Refresh < 0 {
+		return nil, fmt.Errorf("ui: refresh interval %s is negative, want a positive interval such as 1s", cfg.Refresh)
+	}
+	s := &Server{
+		model:   cfg.Model,
+		queues:  cfg.Queues,
+		remote:  cfg.Remote,
+		csrf:    rand.Text(),
+		refresh: cfg.Refresh,
+		errLog:  cfg.ErrorLog,
+		static:  map[string]staticFile{},
+	}
+	if s.refresh == 0 {
+		s.refresh = time.Second
+	}
+	if s.remote {
+		s.token = cfg.Token
+	}
+	if s.errLog == nil {
+		s.errLog = log.New(discard{}, "", 0)
+	}
+	var err error
+	s.page, err = template.ParseFS(assets, "assets/index.html")
+	if err != nil {
+		return nil, fmt.Errorf("ui: page template: %w", err)
+	}
+	err = fs.WalkDir(assets, "assets", func(name string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || name == "assets/index.html" {
+			return err
+		}
+		body, err := assets.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(body)
+		ctype := mime.TypeByExtension(path.Ext(name))
+		if ctype == "" {
+			ctype = "application/octet-stream"
+		}
+		s.static["/"+strings.TrimPrefix(name, "assets/")] = staticFile{body, `"` + hex.EncodeToString(sum[:8]) + `"`, ctype}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ui: assets: %w", err)
+	}
+	return s, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// Handler returns the page and its API behind the server's checks: the
+// Host check on loopback, the access token beyond it, and cross-origin
+// and per-process token checks on every state-changing request.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.servePage)
+	for name := range s.static {
+		mux.HandleFunc("GET "+name, s.serveStatic)
+	}
+	mux.HandleFunc("GET /api/curve", s.curve)
+	mux.HandleFunc("GET /api/queues", s.queueList)
+	mux.HandleFunc("GET /api/queues/events", s.events)
+	mux.HandleFunc("GET /api/job", s.job)
+	mux.HandleFunc("GET /api/jobs", s.jobs)
+	mux.HandleFunc("POST /api/action", s.action)
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusForbidden, "cross-origin request refused: actions are taken from this page only")
+	}))
+	var h http.Handler = s.checkToken(mux)
+	h = cop.Handler(h)
+	h = s.authorize(h)
+	h = s.checkHost(h)
+	return secureHeaders(h)
+}
+
+// Serve serves the page on ln until ctx ends, then shuts down, giving
+// requests in flight a moment to finish.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// Requests, the event stream among them, end with ctx.
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    s.errLog,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	// Requests in flight get a grace period to finish; connections that
+	// stay open past it (a browser's idle preconnect, say) are closed.
+	sctx, scancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// shutdownGrace is how long Serve lets requests finish once its context
+// ends.
+const shutdownGrace = 2 * time.Second
+
+// tokenHeader carries the page's per-process token on every POST.
+const tokenHeader = "X-Rebound-Token"
+
+// cookieName holds the access token of a remote server in the browser.
+const cookieName = "rebound_ui_token"
+
+func secureHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("Cross-Origin-Opener-Policy", "same-origin")
+		hd.Set("Cross-Origin-Resource-Policy", "same-origin")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkHost refuses, on loopback, requests whose Host is not a loopback
+// address or localhost: a page on another site that rebinds its own name to
+// 127.0.0.1 sends its own name as Host.
+func (s *Server) checkHost(h http.Handler) http.Handler {
+	if s.remote {
+		return h // every request needs the token instead
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !loopbackHost(r.Host) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("host %q refused: this server answers on loopback only (127.0.0.1, ::1 or localhost)", r.Host))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// loopbackHost reports whether hostport names this machine's loopback.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// authorize requires the access token of a remote server: from the token
+// query parameter (swapped for a cookie, and dropped from the address
+// bar), the cookie, or an Authorization: Bearer header.
+func (s *Server) authorize(h http.Handler) http.Handler {
+	if !s.remote {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query(); q.Has("token") {
+			if !equalTokens(q.Get("token"), s.token) {
+				writeError(w, http.StatusUnauthorized, "wrong token: open the address rebound ui printed")
+				return
+			}
+			http.SetCookie(w, &http.Cookie{
+				Name: cookieName, Value: s.token, Path: "/",
+				HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+			})
+			q.Del("token")
+			u := *r.URL
+			u.RawQuery = q.Encode()
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		var got string
+		if c, err := r.Cookie(cookieName); err == nil {
+			got = c.Value
+		}
+		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
+			got = strings.TrimPrefix(a, "Bearer ")
+		}
+		if !equalTokens(got, s.token) {
+			writeError(w, http.StatusUnauthorized, "this server needs its access token: open the address rebound ui printed (it ends in ?token=...)")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// checkToken refuses state-changing requests that lack the page's
+// per-process token.
+func (s *Server) checkToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+		default:
+			if !equalTokens(r.Header.Get(tokenHeader), s.csrf) {
+				writeError(w, http.StatusForbidden, "missing or wrong "+tokenHeader+": actions are taken from this page only")
+				return
+			}
+			if ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); ct != "application/json" {
+				writeError(w, http.StatusUnsupportedMediaType, "want Content-Type: application/json")
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// equalTokens compares a presented token with the expected one in time
+// that does not depend on where they differ.
+func equalTokens(got, want string) bool {
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	var diff byte
+	for i := range a {
+		diff |= a[i] ^ b[i]
+	}
+	return diff == 0 && want != ""
+}
+
+func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
+	var buf bytes.Buffer
+	err := s.page.Execute(&buf, struct {
+		Token  string
+		Queues bool
+	}{s.csrf, len(s.queues) > 0})
+	if err != nil {
+		s.errLog.Printf("rebound ui: render page: %v", err)
+		http.Error(w, "rebound ui: cannot render the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request) {
+	f, ok := s.static[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("Content-Type", f.ctype)
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("ETag", f.etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(f.body))
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		code, b = http.StatusInternalServerError, []byte(`{"error":"rebound ui: cannot encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, struct {
+		Error string `json:"error"`
+	}{msg})
+}
