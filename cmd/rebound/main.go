@@ -5,6 +5,7 @@
 //
 //	rebound plan POLICY [-n 10] [-key ID] [-from TIME]
 //	rebound herd POLICY [-jobs 1000] [-attempt 3] [-buckets 20] [-seed S] [-svg FILE]
+//	rebound ui [POLICY] [-addr 127.0.0.1:0] [-redis URL -queue NAME ...]
 //
 // POLICY is rebound's text form of a policy, as backoff.Parse reads it, for
 // example 'jitter(exponential(100ms, 2s))'. Quote it: the shell treats
