@@ -216,6 +216,26 @@ var brokenCases = []struct {
 		passes: "AttemptsCap",
 	},
 	{
+		name:  "exhausted and permanent told the other way round",
+		fault: faultOutcomeSwapped,
+		fails: map[string]string{"GiveUp": "the observer was told exhausted at attempt 1, below the cap 3"},
+		// The hook is told what the observer is: both are wrong the same
+		// way, so only the outcomes themselves show it.
+		passes: "Schedule",
+	},
+	{
+		name:   "attempts ended without their context",
+		fault:  faultEndedOffContext,
+		fails:  map[string]string{"AttemptNumbering": "came without the context AttemptStarted returned"},
+		passes: "Schedule",
+	},
+	{
+		name:   "handler run without the observer's context",
+		fault:  faultHandlerOffContext,
+		fails:  map[string]string{"AttemptNumbering": "the handler never got the context Observer.AttemptStarted returned"},
+		passes: "Schedule",
+	},
+	{
 		name:   "kind rules ignored",
 		fault:  faultIgnoreKinds,
 		fails:  map[string]string{"KindRules": "ran 3 times, want 2"},

@@ -56,8 +56,12 @@ func (e *refEngine) run(j *refJob) {
 		payload[0] = '['
 	}
 	octx := a.n.Started(attemptCtx, att)
+	hctx := octx
+	if fault == faultHandlerOffContext {
+		hctx = attemptCtx
+	}
 	var herr error
-	perr := safe.Call("handler", func() { herr = e.handler(octx, Job{ID: j.id, Attempt: reported, Payload: payload}) })
+	perr := safe.Call("handler", func() { herr = e.handler(hctx, Job{ID: j.id, Attempt: reported, Payload: payload}) })
 	err := herr
 	if perr != nil {
 		err = perr
@@ -65,6 +69,9 @@ func (e *refEngine) run(j *refJob) {
 	timedOut := attemptCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil
 	if timedOut {
 		err = fmt.Errorf("conformance: reference: the attempt outlived its timeout %v: %w", a.timeout(), context.DeadlineExceeded)
+	}
+	if fault == faultEndedOffContext {
+		octx = attemptCtx
 	}
 	e.conclude(j, r, octx, att, n, err, herr, perr != nil, timedOut)
 }
@@ -170,6 +177,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	}
 	if fault == faultTimeoutSuccess && timedOut && herr == nil {
 		res = observe.Result{}
+	}
+	if fault == faultOutcomeSwapped && res.GaveUp() {
+		res.Decision.Outcome ^= backoff.OutcomeExhausted ^ backoff.OutcomePermanent
 	}
 	a.n.Ended(octx, att, res)
 	switch {

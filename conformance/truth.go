@@ -327,7 +327,23 @@ func (w *worker) checkResult(what string, j *job, a observe.Attempt, r *run, ev 
 				what, a.Number, res.Err)
 		}
 	}
-	if res.Counting != observe.Counted || res.Err == nil || !res.Decision.Retry() {
+	if res.Counting != observe.Counted || res.Err == nil {
+		return
+	}
+	switch res.Decision.Outcome {
+	case backoff.OutcomeExhausted:
+		if c := e.effCap(j.rule); a.Number < c {
+			w.errorf("%s: the observer was told exhausted at attempt %d, below the cap %d", what, a.Number, c)
+		}
+		return
+	case backoff.OutcomePermanent:
+		// An operator's cancel that ends the job counts as permanent too.
+		if permanent, _ := safe.Value("conformance", false, func() bool { return backoff.IsPermanent(r.err) }); !permanent && j.cancel == notCancelled {
+			w.errorf("%s: the observer was told permanent for attempt %d, whose error (%s) is not marked backoff.Permanent", what, a.Number, safe.Message(r.err))
+		}
+		return
+	case backoff.OutcomeRetry:
+	default:
 		return
 	}
 	if res.FireAt.IsZero() {
@@ -346,9 +362,6 @@ func (w *worker) checkResult(what string, j *job, a observe.Attempt, r *run, ev 
 	if res.FireAt.Before(lo) || res.FireAt.After(hi) {
 		w.errorf("%s: attempt %d was told delay %v and FireAt %v after the run returned; they disagree: want FireAt at the decision plus the delay (between %v and %v after the run returned)",
 			what, a.Number, res.Decision.Delay, res.FireAt.Sub(r.end), lo.Sub(r.end), hi.Sub(r.end))
-	}
-	if o := res.Decision.Outcome; o == backoff.OutcomeExhausted && a.Number < e.effCap(j.rule) {
-		w.errorf("%s: the observer was told exhausted at attempt %d, below the cap %d", what, a.Number, e.effCap(j.rule))
 	}
 }
 
