@@ -467,3 +467,15 @@ func TestScriptExpect(t *testing.T) {
 		}
 	}
 }
+
+// TestReclaimCounted runs the Reclaim check on the reference engine whose
+// reclaim counts the attempt as a failure and ends it for the observer
+// before the stale handler returns: an honest design the check must pass,
+// on fake time and on the real clock.
+func TestReclaimCounted(t *testing.T) {
+	for _, h := range []*ReferenceHarness{{synctest: true, reclaimCounts: true}, {reclaimCounts: true}} {
+		if got := findings(t, h, "Reclaim"); len(got) > 0 {
+			t.Errorf("%s: Reclaim failed:\n%s", h.Name(), strings.Join(got, "\n"))
+		}
+	}
+}

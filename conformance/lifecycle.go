@@ -132,7 +132,8 @@ func checkRestart(e *env) {
 // job runs again and fails permanently; then the stale handler returns a
 // success. That late outcome must not change the job's state, and must not
 // be reported to the observer as a success or as a decision the engine did
-// not apply. The error handler may be told once that the lease was lost.
+// not apply. The error handler may be told that the lease was lost, by the
+// side that reclaimed the job and by the stale worker.
 func checkReclaim(e *env) {
 	w := e.start("reclaim", e.rule(backoff.Must(backoff.Fixed(unit)), 3))
 	rc, ok := w.eng.(ReclaimEngine)
@@ -141,7 +142,9 @@ func checkReclaim(e *env) {
 		w.rec.release()
 		return
 	}
-	w.allow = w.allowUpTo(1, func(err error) bool { return panicError(err) == nil })
+	// The lost lease may be reported by the side that reclaimed the job
+	// and by the stale worker when it finds out.
+	w.allow = w.allowUpTo(2, func(err error) bool { return panicError(err) == nil })
 	id := w.enqueue(script{Stale: true})
 	if id == "" {
 		return

@@ -17,9 +17,10 @@ import (
 
 // Errors the reference engine ends attempts with.
 var (
-	errShutdown  = errors.New("conformance: reference: the worker shut down while the attempt ran")
-	errCancelled = errors.New("conformance: reference: cancelled by an operator")
-	errLeaseLost = errors.New("conformance: reference: the job was reclaimed from this worker; its late outcome is discarded")
+	errShutdown     = errors.New("conformance: reference: the worker shut down while the attempt ran")
+	errCancelled    = errors.New("conformance: reference: cancelled by an operator")
+	errLeaseLost    = errors.New("conformance: reference: the job was reclaimed from this worker; its late outcome is discarded")
+	errLeaseExpired = errors.New("conformance: reference: the attempt's lease expired and the job was reclaimed")
 )
 
 // refEngine is the reference engine: the state of every job in a map.
@@ -63,6 +64,11 @@ type refRun struct {
 	why   error
 	stale bool
 	done  chan struct{}
+	// octx and att are what the observer was told at the start; told is
+	// set when the attempt was ended for it by a reclaim.
+	octx context.Context
+	att  observe.Attempt
+	told bool
 }
 
 func newRefEngine(t testing.TB, a *refAdapter, handler func(context.Context, Job) error, queue string) *refEngine {
@@ -200,20 +206,46 @@ func (e *refEngine) Restart(ctx context.Context) error {
 // Reclaim takes the running job back as if its worker had died, and runs
 // it again at once with the same attempt number; the stale run's outcome
 // is discarded when it returns.
+//
+// The variant that counts reclaims instead ends the attempt there and
+// then as a failure (errLeaseExpired), retried under the rule, and drops
+// the stale run's outcome without telling the observer again.
 func (e *refEngine) Reclaim(_ context.Context, id string) error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	j, err := e.job(id)
 	if err != nil {
+		e.mu.Unlock()
 		return err
 	}
-	if j.cur == nil {
+	r := j.cur
+	if r == nil {
+		e.mu.Unlock()
 		return fmt.Errorf("conformance: reference: job %s is not running", id)
 	}
-	j.cur.stale = true
+	r.stale = true
 	j.cur = nil
-	e.wg.Add(1)
-	go e.run(j)
+	if !e.a.h.reclaimCounts {
+		e.wg.Add(1)
+		go e.run(j)
+		e.mu.Unlock()
+		return nil
+	}
+	n, octx, att := j.attempts+1, r.octx, r.att
+	e.mu.Unlock()
+
+	dec, _ := e.a.decide(e, j.id, j.kind, n, errLeaseExpired)
+	text := e.a.text(errLeaseExpired)
+	e.mu.Lock()
+	j.attempts, j.lastErr, r.told = n, text, true
+	res := observe.Result{Err: errLeaseExpired, Decision: dec}
+	if dec.Retry() {
+		res.FireAt = time.Now().Add(dec.Delay)
+		e.schedule(j, dec.Delay)
+	} else {
+		j.state = StateFailed
+	}
+	e.mu.Unlock()
+	e.a.n.Ended(octx, att, res)
 	return nil
 }
 

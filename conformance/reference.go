@@ -23,7 +23,11 @@ type ReferenceHarness struct {
 	// attempts, error messages, timeouts and fire times, as a real engine
 	// does, so that the suite's handling of declared limits is tested too.
 	capped bool
-	fault  fault // a deliberate defect, for the suite's own tests
+	// reclaimCounts makes Reclaim count the reclaimed attempt as a failure
+	// and end it for the observer at once, the other honest way an engine
+	// can treat a reclaim.
+	reclaimCounts bool
+	fault         fault // a deliberate defect, for the suite's own tests
 }
 
 // fault is a defect the suite's own tests plant in the reference engine to

@@ -56,6 +56,9 @@ func (e *refEngine) run(j *refJob) {
 		payload[0] = '['
 	}
 	octx := a.n.Started(attemptCtx, att)
+	e.mu.Lock()
+	r.octx, r.att = octx, att
+	e.mu.Unlock()
 	hctx := octx
 	if fault == faultHandlerOffContext {
 		hctx = attemptCtx
@@ -95,10 +98,17 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	case stale:
 		res := observe.Result{Err: errLeaseLost, Counting: observe.Interrupted}
 		e.mu.Lock()
+		told := r.told
 		if fault == faultStaleApplied && err == nil {
 			j.state, res = StateCompleted, observe.Result{}
 		}
 		e.mu.Unlock()
+		if told {
+			// The reclaim ended the attempt for the observer already.
+			a.release(e, j.id)
+			a.n.Report(fmt.Errorf("job %s attempt %d: %w", j.id, n, errLeaseLost))
+			return
+		}
 		a.release(e, j.id)
 		if res.Counting == observe.Interrupted {
 			a.n.Report(fmt.Errorf("job %s attempt %d: %w", j.id, n, errLeaseLost))

@@ -350,12 +350,16 @@ func (w *worker) checkResult(what string, j *job, a observe.Attempt, r *run, ev 
 		w.errorf("%s: attempt %d was told a retry without FireAt", what, a.Number)
 		return
 	}
-	// The decision is made after the run returned (or at its deadline) and
-	// before the observer is told; FireAt is that moment plus the delay,
-	// rounded up by less than the resolution.
+	// The decision is made after the run returned (or at its deadline, or,
+	// for a run reclaimed while it ran, at the reclaim) and before the
+	// observer is told; FireAt is that moment plus the delay, rounded up
+	// by less than the resolution.
 	d := e.effDelay(res.Decision.Delay)
 	base := r.end
-	if r.overran && r.deadline.Before(base) {
+	switch {
+	case r.stale:
+		base = r.start
+	case r.overran && r.deadline.Before(base):
 		base = r.deadline
 	}
 	lo, hi := base.Add(d).Add(-e.lim.Resolution), ev.endedAt.Add(d).Add(e.lim.Resolution)
