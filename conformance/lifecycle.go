@@ -47,8 +47,8 @@ func checkTimeout(e *env) {
 }
 
 // checkCancel cancels, with the engine's own operator tool (CancelEngine),
-// a job whose handler is running (blocked until its context is done) and a
-// job waiting for its retry. Cancelling the running job must cancel its
+// a job whose handler is running (blocked until its context is done), a
+// job waiting for its retry, and one shortly before its retry's fire time. Cancelling the running job must cancel its
 // handler's context. Whatever state the engine then gives each job, what
 // the observer and the give-up hook were told must match it (a job that
 // ends failed was told exhausted or permanent, and given up once; the
@@ -64,28 +64,40 @@ func checkCancel(e *env) {
 	}
 	running := w.enqueue(script{Fail: 1, Block: true})
 	waiting := w.enqueue(script{Fail: 1, After: long})
-	if running == "" || waiting == "" {
+	due := w.enqueue(script{Fail: 1, After: long})
+	if running == "" || waiting == "" || due == "" {
 		return
 	}
 	w.job(running).cancel = cancelledRunning
 	w.job(waiting).cancel = cancelledWaiting
+	w.job(due).cancel = cancelledWaiting
 	if !w.waitFor(10*time.Second, func() bool { return w.started(running, 0) }) {
 		w.errorf("job %s never started", running)
 	}
 	if err := ce.Cancel(w.ctx(), running); err != nil {
 		w.errorf("Cancel(%s) of a running job: %v", running, err)
 	}
-	// Cancel the other once it failed and the observer was told: it waits
-	// for its retry.
-	w.waitFor(10*time.Second, func() bool { return w.finished(waiting, 0) && w.wit.unended() == 0 })
+	// Cancel the others once they failed and the observer was told: they
+	// wait for their retries. One at once; the other shortly before its
+	// fire time, when an engine that holds a job before running it (a
+	// precise wait for the exact fire time) may have it in hand.
+	w.waitFor(10*time.Second, func() bool { return w.finished(waiting, 0) && w.finished(due, 0) && w.wit.unended() == 0 })
 	if err := ce.Cancel(w.ctx(), waiting); err != nil {
 		w.errorf("Cancel(%s) of a waiting job: %v", waiting, err)
 	}
+	if fire := w.firesAt(due); !fire.IsZero() {
+		time.Sleep(time.Until(fire.Add(-min(200*time.Millisecond, long/4))))
+	}
+	if err := ce.Cancel(w.ctx(), due); err != nil {
+		w.errorf("Cancel(%s) of a job about to run: %v", due, err)
+	}
 	w.enqueueN(2, script{Fail: 1})
 	states := w.settle()
-	// Past the waiting job's old fire time, nothing may have run.
-	if runs := w.rec.runs(waiting); len(runs) > 0 && runs[0].ended {
-		time.Sleep(time.Until(runs[0].end.Add(long + e.slack + 20*time.Millisecond)))
+	// Past the cancelled jobs' old fire times, nothing may have run.
+	for _, id := range []string{waiting, due} {
+		if runs := w.rec.runs(id); len(runs) > 0 && runs[0].ended {
+			time.Sleep(time.Until(runs[0].end.Add(long + e.slack + 20*time.Millisecond)))
+		}
 	}
 	w.verify(states)
 	w.recheck(states)

@@ -254,3 +254,23 @@ func (w *worker) group() []*worker {
 
 // ctx is the check's context.
 func (w *worker) ctx() context.Context { return w.e.t.Context() }
+
+// firesAt returns the FireAt the observer was told for the job's first
+// run, or, when it was told none, when the script's retry is due.
+func (w *worker) firesAt(id string) time.Time {
+	runs := w.rec.runs(id)
+	if len(runs) == 0 || !runs[0].ended {
+		return time.Time{}
+	}
+	if ev := runs[0].ev; ev != nil {
+		w.wit.mu.Lock()
+		fire := ev.result.FireAt
+		w.wit.mu.Unlock()
+		if !fire.IsZero() {
+			return fire
+		}
+	}
+	j := w.job(id)
+	d, _ := w.decide(j, 1, runs[0].err)
+	return runs[0].end.Add(w.e.effDelay(d.Delay))
+}
