@@ -216,6 +216,26 @@ var brokenCases = []struct {
 		passes: "AttemptsCap",
 	},
 	{
+		name:  "exhausted and permanent told the other way round",
+		fault: faultOutcomeSwapped,
+		fails: map[string]string{"GiveUp": "the observer was told exhausted at attempt 1, below the cap 3"},
+		// The hook is told what the observer is: both are wrong the same
+		// way, so only the outcomes themselves show it.
+		passes: "Schedule",
+	},
+	{
+		name:   "attempts ended without their context",
+		fault:  faultEndedOffContext,
+		fails:  map[string]string{"AttemptNumbering": "came without the context AttemptStarted returned"},
+		passes: "Schedule",
+	},
+	{
+		name:   "handler run without the observer's context",
+		fault:  faultHandlerOffContext,
+		fails:  map[string]string{"AttemptNumbering": "the handler never got the context Observer.AttemptStarted returned"},
+		passes: "Schedule",
+	},
+	{
 		name:   "kind rules ignored",
 		fault:  faultIgnoreKinds,
 		fails:  map[string]string{"KindRules": "ran 3 times, want 2"},
@@ -444,6 +464,18 @@ func TestScriptExpect(t *testing.T) {
 		}
 		if got := min(n, tc.max); got != tc.runs {
 			t.Errorf("%+v under cap %d: outcomes give %d runs, expect says %d", tc.s, tc.max, got, tc.runs)
+		}
+	}
+}
+
+// TestReclaimCounted runs the Reclaim check on the reference engine whose
+// reclaim counts the attempt as a failure and ends it for the observer
+// before the stale handler returns: an honest design the check must pass,
+// on fake time and on the real clock.
+func TestReclaimCounted(t *testing.T) {
+	for _, h := range []*ReferenceHarness{{synctest: true, reclaimCounts: true}, {reclaimCounts: true}} {
+		if got := findings(t, h, "Reclaim"); len(got) > 0 {
+			t.Errorf("%s: Reclaim failed:\n%s", h.Name(), strings.Join(got, "\n"))
 		}
 	}
 }

@@ -164,9 +164,13 @@
 //     never told as a success, the next attempt numbered after it, no
 //     second exhausted; every handler's context carries the deadline.
 //   - Cancel ([CancelEngine]): a running job (its handler's context must
-//     be cancelled) and a job waiting for its retry are cancelled; whatever
-//     state the engine gives them, the observer's story and the give-up
-//     hook match it, and a terminal job never runs again.
+//     be cancelled), a job waiting for its retry, and one shortly before
+//     its retry's fire time (where an engine holding the job for a precise
+//     wait has it in hand) are cancelled; whatever state the engine gives
+//     them, the observer's story and the give-up hook match it (a job
+//     cancelled while it waited may end failed with a retry as the
+//     observer's last word, and the hook told at most once), and a
+//     terminal job never runs again.
 //   - Restart ([RestartEngine]): a handler blocked on its context when the
 //     worker restarts is told interrupted, not a failure or a success, and
 //     its job runs again with the same attempt number and completes; a
@@ -174,7 +178,9 @@
 //   - Reclaim ([ReclaimEngine], optional): a running job taken back as if
 //     its worker died runs again and fails permanently; the stale run's
 //     late success must change nothing and is never told as a success or a
-//     decision the engine did not apply.
+//     decision the engine did not apply (the reclaim itself may count as a
+//     failed attempt, told when it happens). The lost lease may be
+//     reported to the error handler, by each side, once.
 //   - Concurrency ([SharedHarness]): two engines sharing one adapter value,
 //     with colliding job IDs, one running jobs that fail with a long
 //     retry-after hint, the other jobs that fail once: each keeps its own
@@ -198,6 +204,9 @@
 //     fairly; retries are never early but, under this load, not held to
 //     the idle lateness.
 //
+// HostilePolicy and HostileErrors run last: an engine that fails them may
+// take the whole test process down, and the other checks report first.
+//
 // The suite's own tests plant each of these defects in the reference
 // engine and show that the check meant to catch it does, by name: attempt
 // numbers off by one, a cap one too high, early and late retries, jitter
@@ -210,7 +219,12 @@
 // runs anyway, an interruption counted as a failure, a stale worker's
 // outcome applied, one engine's decision applied to another's job with the
 // same ID, bookkeeping that leaks, a give-up hook called twice or for a
-// success, and kind rules ignored.
+// success, exhausted and permanent told the other way round, attempts
+// ended without their context, a handler run without the observer's
+// context, a hook that lets a policy's panic through, and kind rules
+// ignored. They also show honest variants pass: an engine with declared
+// limits (a coarse resolution, a longest delay, an attempts cap, a cut
+// on stored messages) and one whose reclaim counts as a failed attempt.
 //
 // # Time
 //

@@ -47,8 +47,8 @@ func checkTimeout(e *env) {
 }
 
 // checkCancel cancels, with the engine's own operator tool (CancelEngine),
-// a job whose handler is running (blocked until its context is done) and a
-// job waiting for its retry. Cancelling the running job must cancel its
+// a job whose handler is running (blocked until its context is done), a
+// job waiting for its retry, and one shortly before its retry's fire time. Cancelling the running job must cancel its
 // handler's context. Whatever state the engine then gives each job, what
 // the observer and the give-up hook were told must match it (a job that
 // ends failed was told exhausted or permanent, and given up once; the
@@ -64,28 +64,40 @@ func checkCancel(e *env) {
 	}
 	running := w.enqueue(script{Fail: 1, Block: true})
 	waiting := w.enqueue(script{Fail: 1, After: long})
-	if running == "" || waiting == "" {
+	due := w.enqueue(script{Fail: 1, After: long})
+	if running == "" || waiting == "" || due == "" {
 		return
 	}
 	w.job(running).cancel = cancelledRunning
 	w.job(waiting).cancel = cancelledWaiting
+	w.job(due).cancel = cancelledWaiting
 	if !w.waitFor(10*time.Second, func() bool { return w.started(running, 0) }) {
 		w.errorf("job %s never started", running)
 	}
 	if err := ce.Cancel(w.ctx(), running); err != nil {
 		w.errorf("Cancel(%s) of a running job: %v", running, err)
 	}
-	// Cancel the other once it failed and the observer was told: it waits
-	// for its retry.
-	w.waitFor(10*time.Second, func() bool { return w.finished(waiting, 0) && w.wit.unended() == 0 })
+	// Cancel the others once they failed and the observer was told: they
+	// wait for their retries. One at once; the other shortly before its
+	// fire time, when an engine that holds a job before running it (a
+	// precise wait for the exact fire time) may have it in hand.
+	w.waitFor(10*time.Second, func() bool { return w.finished(waiting, 0) && w.finished(due, 0) && w.wit.unended() == 0 })
 	if err := ce.Cancel(w.ctx(), waiting); err != nil {
 		w.errorf("Cancel(%s) of a waiting job: %v", waiting, err)
 	}
+	if fire := w.firesAt(due); !fire.IsZero() {
+		time.Sleep(time.Until(fire.Add(-min(200*time.Millisecond, long/4))))
+	}
+	if err := ce.Cancel(w.ctx(), due); err != nil {
+		w.errorf("Cancel(%s) of a job about to run: %v", due, err)
+	}
 	w.enqueueN(2, script{Fail: 1})
 	states := w.settle()
-	// Past the waiting job's old fire time, nothing may have run.
-	if runs := w.rec.runs(waiting); len(runs) > 0 && runs[0].ended {
-		time.Sleep(time.Until(runs[0].end.Add(long + e.slack + 20*time.Millisecond)))
+	// Past the cancelled jobs' old fire times, nothing may have run.
+	for _, id := range []string{waiting, due} {
+		if runs := w.rec.runs(id); len(runs) > 0 && runs[0].ended {
+			time.Sleep(time.Until(runs[0].end.Add(long + e.slack + 20*time.Millisecond)))
+		}
 	}
 	w.verify(states)
 	w.recheck(states)
@@ -132,7 +144,8 @@ func checkRestart(e *env) {
 // job runs again and fails permanently; then the stale handler returns a
 // success. That late outcome must not change the job's state, and must not
 // be reported to the observer as a success or as a decision the engine did
-// not apply. The error handler may be told once that the lease was lost.
+// not apply. The error handler may be told that the lease was lost, by the
+// side that reclaimed the job and by the stale worker.
 func checkReclaim(e *env) {
 	w := e.start("reclaim", e.rule(backoff.Must(backoff.Fixed(unit)), 3))
 	rc, ok := w.eng.(ReclaimEngine)
@@ -141,7 +154,9 @@ func checkReclaim(e *env) {
 		w.rec.release()
 		return
 	}
-	w.allow = w.allowUpTo(1, func(err error) bool { return panicError(err) == nil })
+	// The lost lease may be reported by the side that reclaimed the job
+	// and by the stale worker when it finds out.
+	w.allow = w.allowUpTo(2, func(err error) bool { return panicError(err) == nil })
 	id := w.enqueue(script{Stale: true})
 	if id == "" {
 		return

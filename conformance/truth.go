@@ -327,28 +327,45 @@ func (w *worker) checkResult(what string, j *job, a observe.Attempt, r *run, ev 
 				what, a.Number, res.Err)
 		}
 	}
-	if res.Counting != observe.Counted || res.Err == nil || !res.Decision.Retry() {
+	if res.Counting != observe.Counted || res.Err == nil {
+		return
+	}
+	switch res.Decision.Outcome {
+	case backoff.OutcomeExhausted:
+		if c := e.effCap(j.rule); a.Number < c {
+			w.errorf("%s: the observer was told exhausted at attempt %d, below the cap %d", what, a.Number, c)
+		}
+		return
+	case backoff.OutcomePermanent:
+		// An operator's cancel that ends the job counts as permanent too.
+		if permanent, _ := safe.Value("conformance", false, func() bool { return backoff.IsPermanent(r.err) }); !permanent && j.cancel == notCancelled {
+			w.errorf("%s: the observer was told permanent for attempt %d, whose error (%s) is not marked backoff.Permanent", what, a.Number, safe.Message(r.err))
+		}
+		return
+	case backoff.OutcomeRetry:
+	default:
 		return
 	}
 	if res.FireAt.IsZero() {
 		w.errorf("%s: attempt %d was told a retry without FireAt", what, a.Number)
 		return
 	}
-	// The decision is made after the run returned (or at its deadline) and
-	// before the observer is told; FireAt is that moment plus the delay,
-	// rounded up by less than the resolution.
+	// The decision is made after the run returned (or at its deadline, or,
+	// for a run reclaimed while it ran, at the reclaim) and before the
+	// observer is told; FireAt is that moment plus the delay, rounded up
+	// by less than the resolution.
 	d := e.effDelay(res.Decision.Delay)
 	base := r.end
-	if r.overran && r.deadline.Before(base) {
+	switch {
+	case r.stale:
+		base = r.start
+	case r.overran && r.deadline.Before(base):
 		base = r.deadline
 	}
 	lo, hi := base.Add(d).Add(-e.lim.Resolution), ev.endedAt.Add(d).Add(e.lim.Resolution)
 	if res.FireAt.Before(lo) || res.FireAt.After(hi) {
 		w.errorf("%s: attempt %d was told delay %v and FireAt %v after the run returned; they disagree: want FireAt at the decision plus the delay (between %v and %v after the run returned)",
 			what, a.Number, res.Decision.Delay, res.FireAt.Sub(r.end), lo.Sub(r.end), hi.Sub(r.end))
-	}
-	if o := res.Decision.Outcome; o == backoff.OutcomeExhausted && a.Number < e.effCap(j.rule) {
-		w.errorf("%s: the observer was told exhausted at attempt %d, below the cap %d", what, a.Number, e.effCap(j.rule))
 	}
 }
 

@@ -1,0 +1,150 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rebound-go/rebound/backoff"
+)
+
+// run is one recorded attempt, as the handler saw it.
+type run struct {
+	reported   int       // Job.Attempt as the harness reported it
+	start, end time.Time // as seen by the handler
+	ended      bool
+	err        error // what the attempt returned or panicked with
+	panicked   bool
+	payload    []byte
+	// ev is the observer's record of this attempt, found in the handler's
+	// context; nil when the handler did not get the context AttemptStarted
+	// returned.
+	ev *event
+	// deadline is the handler's context deadline; zero if it had none.
+	deadline time.Time
+	// overran reports that the run returned after its context's deadline.
+	overran bool
+	// interrupt is set by a check that cuts the run short with a restart:
+	// the run must not count as an attempt.
+	interrupt bool
+	// stale is set by a check that has the run's job reclaimed while it
+	// runs: its outcome must not be applied.
+	stale bool
+}
+
+// recorder is the handler the suite gives a harness: it runs each job's
+// script and records every attempt.
+type recorder struct {
+	mu       sync.Mutex
+	jobs     map[string][]run
+	problems []string
+	nonce    int64
+	// gate releases the first runs of Stale scripts.
+	gate chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{jobs: make(map[string][]run), gate: make(chan struct{})}
+}
+
+// handle is the Config.Handler of every worker the suite starts.
+func (r *recorder) handle(ctx context.Context, job Job) (err error) {
+	start := time.Now()
+	payload := bytes.Clone(job.Payload)
+	ev, _ := ctx.Value(witnessKey{}).(*event)
+	deadline, _ := ctx.Deadline()
+	r.mu.Lock()
+	idx := len(r.jobs[job.ID])
+	r.jobs[job.ID] = append(r.jobs[job.ID], run{reported: job.Attempt, start: start, payload: payload, ev: ev, deadline: deadline})
+	r.mu.Unlock()
+
+	n := idx + 1 // the suite counts runs itself; Job.Attempt is checked, not trusted
+	if n > maxRuns {
+		// A runaway engine (retrying at once, for ever) is stopped here,
+		// so that the suite ends and says so.
+		r.mu.Lock()
+		if n == maxRuns+1 {
+			r.problems = append(r.problems, fmt.Sprintf("job %s ran more than %d times; stopping it with a success", job.ID, maxRuns))
+		}
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			rr := &r.jobs[job.ID][idx]
+			rr.end, rr.ended = time.Now(), true
+			r.mu.Unlock()
+		}()
+		return nil
+	}
+	s, derr := decodeScript(payload)
+	defer func() {
+		rec := recover()
+		end := time.Now()
+		r.mu.Lock()
+		rr := &r.jobs[job.ID][idx]
+		rr.end, rr.ended, rr.err = end, true, err
+		rr.overran = !deadline.IsZero() && !end.Before(deadline)
+		if rec != nil {
+			rr.panicked = true
+			if e, ok := rec.(error); ok {
+				rr.err = e
+			} else {
+				rr.err = fmt.Errorf("panic: %v", rec)
+			}
+		}
+		r.mu.Unlock()
+		if rec != nil {
+			panic(rec)
+		}
+	}()
+	if derr != nil {
+		r.mu.Lock()
+		r.problems = append(r.problems, fmt.Sprintf("job %s: %v", job.ID, derr))
+		r.mu.Unlock()
+		return backoff.Permanent(derr)
+	}
+	return s.run(ctx, n, r)
+}
+
+// runs returns a copy of the job's recorded attempts.
+func (r *recorder) runs(id string) []run {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]run(nil), r.jobs[id]...)
+}
+
+// count returns how many attempts of the job have started.
+func (r *recorder) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.jobs[id])
+}
+
+// mark sets a flag on run i (0-based) of the job.
+func (r *recorder) mark(id string, i int, f func(*run)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i < len(r.jobs[id]) {
+		f(&r.jobs[id][i])
+	}
+}
+
+// release lets the first runs of Stale scripts return.
+func (r *recorder) release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	select {
+	case <-r.gate:
+	default:
+		close(r.gate)
+	}
+}
+
+// next returns a fresh nonce.
+func (r *recorder) next() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nonce++
+	return r.nonce
+}
