@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
+	"strings"
 
 	"github.com/rebound-go/rebound/observe"
 )
@@ -67,10 +68,12 @@ func Message(err error) (msg string) {
 	return err.Error()
 }
 
-// Truncate cuts msg to at most limit bytes without splitting a UTF-8
-// sequence, marking the cut with a suffix that says how much was dropped.
-// limit <= 0 means no limit.
+// Truncate returns msg as valid UTF-8 (each invalid byte sequence replaced
+// by U+FFFD) of at most limit bytes, cut without splitting a character and
+// marked with a suffix that says how many bytes were dropped. limit <= 0
+// means no limit. It is the form in which adapters store an error message.
 func Truncate(msg string, limit int) string {
+	msg = strings.ToValidUTF8(msg, "\uFFFD")
 	if limit <= 0 || len(msg) <= limit {
 		return msg
 	}

@@ -66,6 +66,12 @@ func TestTruncate(t *testing.T) {
 	if got := Truncate("short", 100); got != "short" {
 		t.Errorf("Truncate under the limit = %q, want it unchanged", got)
 	}
+	if got := Truncate("ok\xffthen\xc3", 100); got != "ok\uFFFDthen\uFFFD" {
+		t.Errorf("Truncate of invalid UTF-8 = %q, want each bad sequence replaced", got)
+	}
+	if got := Truncate(strings.Repeat("\xff", 1<<20), 4096); !utf8.ValidString(got) || len(got) > 4096 {
+		t.Errorf("Truncate of 1 MiB of invalid bytes: %d bytes, valid UTF-8 %v; want <= 4096 valid", len(got), utf8.ValidString(got))
+	}
 	if got := Truncate(strings.Repeat("a", 10), 0); len(got) != 10 {
 		t.Errorf("Truncate with no limit changed the text: %q", got)
 	}
