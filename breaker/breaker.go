@@ -122,7 +122,7 @@ func New(c Config) (Breaker, error) {
 	case isNilPolicy(c.Cooldown):
 		return Breaker{}, fmt.Errorf("breaker: no cooldown policy, want one such as exponential(5s, 5m)")
 	}
-	b.lease = millisCeil(lease)
+	b.lease = min(millisCeil(lease), maxDurationMillis)
 	if c.Rate > 0 {
 		b.rate = int64(math.Round(c.Rate * 1e6))
 		switch {
@@ -133,7 +133,7 @@ func New(c Config) (Breaker, error) {
 		case c.Window < MinWindow:
 			return Breaker{}, fmt.Errorf("breaker: window %s is below %s, want how far back the rate looks", formatDuration(c.Window), formatDuration(MinWindow))
 		}
-		b.bucket = (millisCeil(c.Window) + Buckets - 1) / Buckets
+		b.bucket = min((millisCeil(c.Window)+Buckets-1)/Buckets, maxDurationMillis/Buckets)
 	} else if c.MinCalls != 0 || c.Window != 0 {
 		return Breaker{}, fmt.Errorf("breaker: min calls %d and window %s are set without a rate, want a rate too (or neither)", c.MinCalls, formatDuration(c.Window))
 	}
@@ -161,13 +161,13 @@ func (b Breaker) Config() Config {
 		Cooldown:  b.cooldown,
 		Probes:    int(b.probes),
 		Successes: int(b.successes),
-		Lease:     time.Duration(b.lease) * time.Millisecond,
+		Lease:     millisDuration(b.lease),
 		Budget:    b.budget,
 	}
 	if b.rate > 0 {
 		c.Rate = float64(b.rate) / 1e6
 		c.MinCalls = int(b.minCalls)
-		c.Window = time.Duration(b.bucket*Buckets) * time.Millisecond
+		c.Window = millisDuration(b.bucket * Buckets)
 	}
 	return c
 }
@@ -183,9 +183,10 @@ func (b Breaker) Budget() Budget { return b.budget }
 // consecutive trip (1-based) when it guards dependency dep: the cool-down
 // policy's delay for attempt trip, its jitter keyed by dep, so every
 // process computes the same value. It is rounded up to a whole
-// millisecond, the breaker's resolution, so a cool-down never ends early.
+// millisecond, the breaker's resolution, so a cool-down never ends early
+// (and saturates at the largest Duration).
 func (b Breaker) Cooldown(dep string, trip int64) time.Duration {
-	return time.Duration(b.cooldownMillis(dep, trip)) * time.Millisecond
+	return millisDuration(b.cooldownMillis(dep, trip))
 }
 
 func (b Breaker) cooldownMillis(dep string, trip int64) int64 {
@@ -221,6 +222,18 @@ func millisCeil(d time.Duration) int64 {
 		ms++
 	}
 	return ms
+}
+
+// maxDurationMillis is the most whole milliseconds a time.Duration holds.
+const maxDurationMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// millisDuration converts whole milliseconds to a Duration, saturating at
+// the largest Duration.
+func millisDuration(ms int64) time.Duration {
+	if ms > maxDurationMillis {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 // toMillis converts t to Unix milliseconds within [0, maxMillis].

@@ -14,8 +14,9 @@ import (
 type Circuit struct {
 	// State is closed, open or half-open.
 	State State
-	// Gen counts the changes of State; tickets of an older generation
-	// are ignored.
+	// Gen counts the changes of State, and the half-open rounds whose
+	// probes were presumed lost; reports with tickets of an older
+	// generation are ignored.
 	Gen int64
 	// Trips counts consecutive trips: 1 after the first, one more each
 	// time a half-open breaker re-opens, 0 once it closes.
@@ -80,6 +81,10 @@ type verdict struct {
 
 func (b Breaker) allow(c *Circuit, now int64, k Kind) verdict {
 	from := c.State
+	if b.IsZero() {
+		// Not a breaker New built: it guards nothing.
+		return verdict{decision: Run, ticket: Ticket{Gen: c.Gen, Admitted: true}, tr: Transition{from, from}}
+	}
 	switch c.State {
 	case Open, HalfOpen:
 		if c.State == Open {
@@ -92,8 +97,10 @@ func (b Breaker) allow(c *Circuit, now int64, k Kind) verdict {
 		}
 		if c.Probes >= b.probes && now >= c.Lease {
 			// Every slot is held past its lease: those probes' workers
-			// are presumed dead.
+			// are presumed dead. A new generation makes their tickets
+			// stale, so a late report cannot free a live probe's slot.
 			c.Probes = 0
+			c.Gen = inc(c.Gen)
 		}
 		if c.Probes < b.probes {
 			c.Probes++
@@ -114,6 +121,9 @@ func (b Breaker) allow(c *Circuit, now int64, k Kind) verdict {
 // caller: the Redis store's scripts get it as a literal.
 func (b Breaker) record(c *Circuit, now int64, t Ticket, o Outcome, cooldown func(trip int64) int64) Transition {
 	from := c.State
+	if b.IsZero() {
+		return Transition{from, from}
+	}
 	switch c.State {
 	case Open:
 		return Transition{from, from}

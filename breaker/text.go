@@ -426,7 +426,7 @@ func formatPercent(ppm int64) string { return formatFixed(ppm, 4) + "%" }
 func formatRate(milli int64) string { return formatFixed(milli, 3) + "/s" }
 
 // formatMillis prints a whole number of milliseconds as a duration.
-func formatMillis(ms int64) string { return formatDuration(time.Duration(ms) * time.Millisecond) }
+func formatMillis(ms int64) string { return formatDuration(millisDuration(ms)) }
 
 // formatDuration prints d in the largest unit that holds it exactly, so
 // "1m" rather than "1m0s"; the result parses back to d.
