@@ -219,10 +219,13 @@ func (b Breaker) tripped(c *Circuit, now int64) bool {
 
 // trip opens the breaker for the cool-down of its next consecutive trip.
 func (b Breaker) trip(c *Circuit, now int64, cooldown func(trip int64) int64) {
+	trips := inc(c.Trips)
+	// Asked before c changes, so a policy that panics leaves c as it was.
+	d := min(max(cooldown(trips), 0), maxMillis)
 	c.State = Open
 	c.Gen = inc(c.Gen)
-	c.Trips = inc(c.Trips)
-	c.Until = addMillis(now, min(max(cooldown(c.Trips), 0), maxMillis))
+	c.Trips = trips
+	c.Until = addMillis(now, d)
 	b.reset(c, now)
 }
 
