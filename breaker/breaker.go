@@ -255,3 +255,39 @@ func addMillis(t, d int64) int64 {
 
 // inc adds one to a counter, saturating at MaxCount.
 func inc(n int64) int64 { return min(n+1, MaxCount) }
+
+// Units is a [Breaker] in the whole-number units of a [Circuit]: what a
+// store that runs the transitions itself (the Redis store's scripts) is
+// handed. Times are milliseconds, tokens millionths of a token.
+type Units struct {
+	// Failures is the consecutive-failure trip; 0 is off.
+	Failures int64
+	// Rate is the failure-rate trip in parts per million; 0 is off.
+	Rate int64
+	// MinCalls is the calls the window must hold before Rate is judged.
+	MinCalls int64
+	// Slice is the width of one window slice, in ms (0 without a rate).
+	Slice int64
+	// Probes is the probes let through at once while half-open.
+	Probes int64
+	// Successes is the probe successes that close the breaker.
+	Successes int64
+	// Lease is how long a probe holds its slot, in ms.
+	Lease int64
+	// Ratio is the budget's earnings per success, in millionths of a token.
+	Ratio int64
+	// Floor is the budget's earnings per ms, in millionths of a token.
+	Floor int64
+	// Burst is the budget's capacity in millionths of a token; 0 means no
+	// budget.
+	Burst int64
+}
+
+// Units returns b's settings in a Circuit's units.
+func (b Breaker) Units() Units {
+	return Units{
+		Failures: b.failures, Rate: b.rate, MinCalls: b.minCalls, Slice: b.bucket,
+		Probes: b.probes, Successes: b.successes, Lease: b.lease,
+		Ratio: b.budget.ratio, Floor: b.budget.floor, Burst: b.budget.burst,
+	}
+}
