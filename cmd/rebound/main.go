@@ -49,6 +49,7 @@ func commands() []command {
 		{"plan", "the schedule one job follows: delays, total wait, fire times and a bar chart", runPlan},
 		{"herd", "where a cohort that failed together retries, with and without jitter", runHerd},
 		{"ui", "the curve, the herd and the native queues in a browser, live", runUI},
+		{"breaker", "each dependency's shared circuit breaker, from a Redis or PostgreSQL URL", runBreaker},
 	}
 }
 
