@@ -79,7 +79,7 @@ type verdict struct {
 	tr       Transition
 }
 
-func (b Breaker) allow(c *Circuit, now int64, k Kind) verdict {
+func (b *Breaker) allow(c *Circuit, now int64, k Kind) verdict {
 	from := c.State
 	if b.IsZero() {
 		// Not a breaker New built: it guards nothing.
@@ -119,7 +119,7 @@ func (b Breaker) allow(c *Circuit, now int64, k Kind) verdict {
 
 // record is Record with the cool-down of the next trip supplied by the
 // caller: the Redis store's scripts get it as a literal.
-func (b Breaker) record(c *Circuit, now int64, t Ticket, o Outcome, cooldown func(trip int64) int64) Transition {
+func (b *Breaker) record(c *Circuit, now int64, t Ticket, o Outcome, cooldown func(trip int64) int64) Transition {
 	from := c.State
 	if b.IsZero() {
 		return Transition{from, from}
@@ -162,7 +162,7 @@ func (b Breaker) record(c *Circuit, now int64, t Ticket, o Outcome, cooldown fun
 }
 
 // count adds one call to the window slice of now.
-func (b Breaker) count(c *Circuit, now int64, failed bool) {
+func (b *Breaker) count(c *Circuit, now int64, failed bool) {
 	if b.rate == 0 {
 		return
 	}
@@ -184,7 +184,7 @@ func (b Breaker) count(c *Circuit, now int64, failed bool) {
 }
 
 // window sums the calls and failures of the window ending at now.
-func (b Breaker) window(c *Circuit, now int64) (calls, failures int64) {
+func (b *Breaker) window(c *Circuit, now int64) (calls, failures int64) {
 	if b.rate == 0 {
 		return 0, 0
 	}
@@ -200,7 +200,7 @@ func (b Breaker) window(c *Circuit, now int64) (calls, failures int64) {
 
 // tripped reports whether c, just after a failure at now, meets a trip
 // condition.
-func (b Breaker) tripped(c *Circuit, now int64) bool {
+func (b *Breaker) tripped(c *Circuit, now int64) bool {
 	if b.failures > 0 && c.Failures >= b.failures {
 		return true
 	}
@@ -218,7 +218,7 @@ func (b Breaker) tripped(c *Circuit, now int64) bool {
 }
 
 // trip opens the breaker for the cool-down of its next consecutive trip.
-func (b Breaker) trip(c *Circuit, now int64, cooldown func(trip int64) int64) {
+func (b *Breaker) trip(c *Circuit, now int64, cooldown func(trip int64) int64) {
 	trips := inc(c.Trips)
 	// Asked before c changes, so a policy that panics leaves c as it was.
 	d := min(max(cooldown(trips), 0), maxMillis)
@@ -231,7 +231,7 @@ func (b Breaker) trip(c *Circuit, now int64, cooldown func(trip int64) int64) {
 
 // close closes the breaker after enough probe successes. The budget starts
 // empty, so the backlog the outage built is released at the budget's rate.
-func (b Breaker) close(c *Circuit, now int64) {
+func (b *Breaker) close(c *Circuit, now int64) {
 	c.State = Closed
 	c.Gen = inc(c.Gen)
 	c.Trips = 0
@@ -240,7 +240,7 @@ func (b Breaker) close(c *Circuit, now int64) {
 }
 
 // reset clears what a change of state starts afresh.
-func (b Breaker) reset(c *Circuit, now int64) {
+func (b *Breaker) reset(c *Circuit, now int64) {
 	c.Failures, c.Probes, c.Successes, c.Lease = 0, 0, 0, 0
 	c.Window = [Buckets]Bucket{}
 	c.Budget = Tokens{At: now}

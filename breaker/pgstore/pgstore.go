@@ -236,7 +236,10 @@ func (s *Store) transition(ctx context.Context, dep string, apply func(breaker.B
 	if c == r.c {
 		return nil // nothing to write: the read was the whole transition
 	}
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// A breaker's state is soft: losing the last few milliseconds of it
+	// to a database crash costs a probe or a trip, not a job. So its
+	// commits do not wait for the disk, which is most of their cost.
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit TO OFF"}, func(tx pgx.Tx) error {
 		r, err := scan(tx.QueryRow(ctx, s.qLock, dep), nil)
 		if err != nil {
 			return err

@@ -6,7 +6,7 @@
 local key = KEYS[1]
 local r = rule()
 local now = clock()
-local s = load(key)
+local s = load(key, false)
 local from = s.state
 
 local function reply(decision, untl, probe, to, dirty)

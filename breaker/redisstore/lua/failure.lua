@@ -9,7 +9,7 @@
 local key = KEYS[1]
 local r = rule()
 local now = clock()
-local s = load(key)
+local s = load(key, r.rate > 0)
 local from = s.state
 local gen, probe, admitted = tonumber(ARGV[13]), tonumber(ARGV[14]), tonumber(ARGV[15])
 

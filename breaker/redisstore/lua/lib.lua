@@ -16,12 +16,11 @@ local MAXC = 9007199254740991
 local UNIT = 1000000
 local BUCKETS = 10
 
-local FIELDS = {'state', 'gen', 'trips', 'failures', 'until', 'probes', 'successes', 'lease', 'tokens', 'tokens_at'}
-for i = 0, BUCKETS - 1 do
-  FIELDS[#FIELDS + 1] = 'e' .. i
-  FIELDS[#FIELDS + 1] = 's' .. i
-  FIELDS[#FIELDS + 1] = 'f' .. i
-end
+-- The hash's fields: the scalars every script reads, then the window's
+-- slices (epoch, successes, failures), read only by rules with a rate.
+local SCALARS = {'state', 'gen', 'trips', 'failures', 'until', 'probes', 'successes', 'lease', 'tokens', 'tokens_at'}
+local WINDOW = {'e0', 's0', 'f0', 'e1', 's1', 'f1', 'e2', 's2', 'f2', 'e3', 's3', 'f3', 'e4', 's4', 'f4',
+  'e5', 's5', 'f5', 'e6', 's6', 'f6', 'e7', 's7', 'f7', 'e8', 's8', 'f8', 'e9', 's9', 'f9'}
 
 local function inc(n)
   return math.min(n + 1, MAXC)
@@ -51,26 +50,51 @@ local function rule()
   }
 end
 
-local function load(key)
-  local v = redis.call('HMGET', key, unpack(FIELDS))
-  local s = {}
-  for i, f in ipairs(FIELDS) do
-    s[f] = tonumber(v[i]) or 0
+-- load reads the circuit: the scalars, and the window too when window is
+-- true. It keeps what it read in s.orig, so that save writes only what
+-- changed. The tables are built by constructors, which size them once:
+-- growing them key by key costs more than the rest of a script.
+local function load(key, window)
+  local v = redis.call('HMGET', key, 'rule', 'state', 'gen', 'trips', 'failures', 'until', 'probes',
+    'successes', 'lease', 'tokens', 'tokens_at')
+  local s = {
+    state = tonumber(v[2]) or 0, gen = tonumber(v[3]) or 0, trips = tonumber(v[4]) or 0,
+    failures = tonumber(v[5]) or 0, ['until'] = tonumber(v[6]) or 0, probes = tonumber(v[7]) or 0,
+    successes = tonumber(v[8]) or 0, lease = tonumber(v[9]) or 0, tokens = tonumber(v[10]) or 0,
+    tokens_at = tonumber(v[11]) or 0, rule = v[1] or '', orig = false,
+  }
+  s.orig = {
+    state = s.state, gen = s.gen, trips = s.trips, failures = s.failures, ['until'] = s['until'],
+    probes = s.probes, successes = s.successes, lease = s.lease, tokens = s.tokens, tokens_at = s.tokens_at,
+  }
+  if window then
+    local w = redis.call('HMGET', key, unpack(WINDOW))
+    for i, f in ipairs(WINDOW) do
+      local n = tonumber(w[i]) or 0
+      s[f], s.orig[f] = n, n
+    end
   end
   return s
 end
 
--- save writes every field, each printed as a whole number (tostring would
--- cut large ones to 14 digits), and the rule that wrote them.
+-- save writes the fields that changed, each printed as a whole number
+-- (tostring would cut large ones to 14 digits), and the rule that wrote
+-- them if it is not the one stored.
 local function save(key, s, r)
   local args = {}
-  for _, f in ipairs(FIELDS) do
-    args[#args + 1] = f
-    args[#args + 1] = string.format('%.0f', s[f])
+  for f, was in pairs(s.orig) do
+    if s[f] ~= was then
+      args[#args + 1] = f
+      args[#args + 1] = string.format('%.0f', s[f])
+    end
   end
-  args[#args + 1] = 'rule'
-  args[#args + 1] = r.text
-  redis.call('HSET', key, unpack(args))
+  if s.rule ~= r.text then
+    args[#args + 1] = 'rule'
+    args[#args + 1] = r.text
+  end
+  if #args > 0 then
+    redis.call('HSET', key, unpack(args))
+  end
 end
 
 -- count adds one call to the window slice of now (Breaker.count).
@@ -157,8 +181,11 @@ end
 -- reset clears what a change of state starts afresh.
 local function reset(s, now)
   s.failures, s.probes, s.successes, s.lease = 0, 0, 0, 0
-  for i = 0, BUCKETS - 1 do
-    s['e' .. i], s['s' .. i], s['f' .. i] = 0, 0, 0
+  if s.orig.e0 then
+    -- The window was loaded (the rule has a rate): clear it.
+    for _, f in ipairs(WINDOW) do
+      s[f] = 0
+    end
   end
   s.tokens, s.tokens_at = 0, now
 end

@@ -6,7 +6,7 @@
 -- Returns {from, to}.
 local key = KEYS[1]
 local r = rule()
-local s = load(key)
+local s = load(key, false)
 local from = s.state
 if s.state == 2 and tonumber(ARGV[15]) == 1 and tonumber(ARGV[14]) == 1 and tonumber(ARGV[13]) == s.gen then
   s.probes = math.max(s.probes - 1, 0)
