@@ -106,7 +106,7 @@ func (b Breaker) Status(dep string, c Circuit, now time.Time) Status {
 	ms := toMillis(now)
 	s := Status{
 		Dependency: dep,
-		Rule:       b.String(),
+		Rule:       safeString(b),
 		State:      c.State,
 		Failures:   c.Failures,
 		Trips:      c.Trips,
@@ -114,9 +114,6 @@ func (b Breaker) Status(dep string, c Circuit, now time.Time) Status {
 		Gen:        c.Gen,
 		Tokens:     -1,
 		At:         fromMillis(ms),
-	}
-	if b.IsZero() {
-		s.Rule = ""
 	}
 	switch c.State {
 	case Open:
@@ -135,4 +132,19 @@ func (b Breaker) Status(dep string, c Circuit, now time.Time) Status {
 		}
 	}
 	return s
+}
+
+// safeString is b's text form, or "" for the zero Breaker and for one
+// whose cool-down policy (the user's) panics when printed: a status must
+// not take a process down.
+func safeString(b Breaker) (s string) {
+	if b.IsZero() {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			s = ""
+		}
+	}()
+	return b.String()
 }

@@ -115,7 +115,7 @@ func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) 
 	if p, ok := s.circuits[dep]; ok {
 		c = *p
 	}
-	return b.Status(dep, c, now), nil
+	return safe.Value("memstore: status", breaker.Status{}, func() breaker.Status { return b.Status(dep, c, now) })
 }
 
 // List implements [breaker.Store].
@@ -129,7 +129,11 @@ func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
 	out := make([]breaker.Status, 0, len(s.circuits))
 	for dep, c := range s.circuits {
 		b, _ := s.rules.For(dep)
-		out = append(out, b.Status(dep, *c, now))
+		st, err := safe.Value("memstore: status", breaker.Status{}, func() breaker.Status { return b.Status(dep, *c, now) })
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	slices.SortFunc(out, func(a, b breaker.Status) int {
 		switch {

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,6 +92,7 @@ type Store struct {
 	table string
 
 	qRead, qLock, qWrite, qList string
+	texts                       sync.Map // string -> string, each dependency's rule text
 }
 
 var _ breaker.Store = (*Store)(nil)
@@ -257,7 +259,7 @@ func (s *Store) transition(ctx context.Context, dep string, apply func(breaker.B
 			ep[i], ws[i], wf[i] = w.Epoch, w.Successes, w.Failures
 		}
 		_, err = tx.Exec(ctx, s.qWrite, dep, int16(c.State), c.Gen, c.Trips, c.Failures, c.Until,
-			c.Probes, c.Successes, c.Lease, c.Budget.Units, c.Budget.At, ep, ws, wf, b.String())
+			c.Probes, c.Successes, c.Lease, c.Budget.Units, c.Budget.At, ep, ws, wf, s.text(dep, b))
 		return err
 	})
 }
@@ -283,7 +285,10 @@ func (s *Store) status(dep string, r row) (breaker.Status, error) {
 	if !ok && r.rule != "" {
 		b, _ = breaker.Parse(r.rule)
 	}
-	st := b.Status(dep, r.c, now)
+	st, err := safe.Value("pgstore: status", breaker.Status{}, func() breaker.Status { return b.Status(dep, r.c, now) })
+	if err != nil {
+		return breaker.Status{}, err
+	}
 	if st.Rule == "" {
 		st.Rule = r.rule
 	}
@@ -326,4 +331,16 @@ func noTable(err error) error {
 		return errors.Join(ErrNoTable, err)
 	}
 	return err
+}
+
+// text returns the text form of dep's rule, computed once: a cool-down
+// policy of the user's whose String panics gives "" rather than taking the
+// process down.
+func (s *Store) text(dep string, b breaker.Breaker) string {
+	if v, ok := s.texts.Load(dep); ok {
+		return v.(string)
+	}
+	t, _ := safe.Value("pgstore: rule text", "", b.String)
+	s.texts.Store(dep, t)
+	return t
 }

@@ -84,6 +84,7 @@ type Store struct {
 	// reported them: the failure script needs the cool-down of the next
 	// trip, and asks again with the right one when this is stale.
 	trips sync.Map // string -> int64
+	texts sync.Map // string -> string, each dependency's rule text
 }
 
 var _ breaker.Store = (*Store)(nil)
@@ -109,7 +110,7 @@ func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.
 	if !ok {
 		return breaker.Verdict{Decision: breaker.Run}, nil
 	}
-	args, err := s.args(b)
+	args, err := s.args(dep, b)
 	if err != nil {
 		return breaker.Verdict{}, err
 	}
@@ -142,7 +143,7 @@ func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	if !ok {
 		return breaker.Transition{}, nil
 	}
-	args, err := s.args(b)
+	args, err := s.args(dep, b)
 	if err != nil {
 		return breaker.Transition{}, err
 	}
@@ -170,15 +171,21 @@ func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	// means trips move faster than we can ask, which they cannot.
 	for range 5 {
 		next := min(hint+1, breaker.MaxCount)
-		cd, err := safe.Value("redisstore: cooldown", time.Duration(0), func() time.Duration { return b.Cooldown(dep, next) })
-		if err != nil {
-			return breaker.Transition{}, err
+		// A cool-down policy that panics matters only if this failure
+		// trips the breaker: -1 tells the script it has no cool-down.
+		cd, cdErr := safe.Value("redisstore: cooldown", time.Duration(0), func() time.Duration { return b.Cooldown(dep, next) })
+		arg := millisCeil(cd)
+		if cdErr != nil {
+			arg = -1
 		}
-		r, err := ints(sc.Run(ctx, s.rdb, keys, append(args, hint, millisCeil(cd))...).Slice())
+		r, err := ints(sc.Run(ctx, s.rdb, keys, append(args, hint, arg)...).Slice())
 		if err != nil || len(r) != 2 {
 			return breaker.Transition{}, fmt.Errorf("redisstore: record failure %s: %w", dep, replyError(err, r))
 		}
 		if r[0] == -1 {
+			if cdErr != nil && r[1] == hint {
+				return breaker.Transition{}, cdErr
+			}
 			hint = r[1]
 			s.trips.Store(dep, hint)
 			continue
@@ -195,7 +202,7 @@ func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o brea
 }
 
 // args returns ARGV 1-12 of every script for b.
-func (s *Store) args(b breaker.Breaker) ([]any, error) {
+func (s *Store) args(dep string, b breaker.Breaker) ([]any, error) {
 	now := ""
 	if s.now != nil {
 		t, err := safe.Value("redisstore: clock", time.Time{}, s.now)
@@ -206,7 +213,7 @@ func (s *Store) args(b breaker.Breaker) ([]any, error) {
 	}
 	u := b.Units()
 	return []any{now, u.Failures, u.Rate, u.MinCalls, max(u.Slice, 1), u.Probes, u.Successes, u.Lease,
-		u.Ratio, u.Floor, u.Burst, b.String()}, nil
+		u.Ratio, u.Floor, u.Burst, s.text(dep, b)}, nil
 }
 
 // Status implements [breaker.Store].
@@ -266,7 +273,10 @@ func (s *Store) decode(dep string, raw []any) (breaker.Status, error) {
 		// rule that wrote it, as the CLI does.
 		b, _ = breaker.Parse(rule)
 	}
-	st := b.Status(dep, c, time.UnixMilli(at))
+	st, err := safe.Value("redisstore: status", breaker.Status{}, func() breaker.Status { return b.Status(dep, c, time.UnixMilli(at)) })
+	if err != nil {
+		return breaker.Status{}, err
+	}
 	if st.Rule == "" {
 		st.Rule = rule
 	}
@@ -376,4 +386,16 @@ func replyError(err error, r []int64) error {
 		return err
 	}
 	return errors.New("reply of " + strconv.Itoa(len(r)) + " values, want more")
+}
+
+// text returns the text form of dep's rule, computed once: a cool-down
+// policy of the user's whose String panics gives "" rather than taking the
+// process down.
+func (s *Store) text(dep string, b breaker.Breaker) string {
+	if v, ok := s.texts.Load(dep); ok {
+		return v.(string)
+	}
+	t, _ := safe.Value("redisstore: rule text", "", b.String)
+	s.texts.Store(dep, t)
+	return t
 }

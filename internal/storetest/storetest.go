@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/breaker"
 )
 
@@ -42,6 +43,43 @@ func Run(t *testing.T, setup Setup) {
 	t.Run("ConcurrentBudget", func(t *testing.T) { concurrentBudget(t, setup(t)) })
 	t.Run("ConcurrentCounts", func(t *testing.T) { concurrentCounts(t, setup(t)) })
 	t.Run("BadNames", func(t *testing.T) { badNames(t, setup(t)) })
+	t.Run("UserPanics", func(t *testing.T) { userPanics(t, setup) })
+}
+
+// panicky is a cool-down policy whose every method panics.
+type panicky struct{}
+
+func (panicky) Delay(int, backoff.Source) time.Duration { panic("policy Delay") }
+func (panicky) Max() time.Duration                      { panic("policy Max") }
+func (panicky) String() string                          { panic("policy String") }
+
+// userPanics: a clock or a cool-down policy of the user's that panics
+// gives errors, never a dead process, and a failed trip leaves the
+// circuit as it was.
+func userPanics(t *testing.T, setup Setup) {
+	ctx := context.Background()
+	backend := setup(t)
+	b := breaker.Must(breaker.New(breaker.Config{Failures: 2, Cooldown: panicky{}}))
+	s := backend(breaker.Rules{Default: b}, nil)
+	if _, err := s.Record(ctx, "dep", breaker.Ticket{}, breaker.Failure); err != nil {
+		t.Fatalf("first failure: %v", err)
+	}
+	if _, err := s.Record(ctx, "dep", breaker.Ticket{}, breaker.Failure); err == nil {
+		t.Fatal("a trip whose cool-down panics returned no error")
+	}
+	if st, err := s.Status(ctx, "dep"); err != nil || st.State != breaker.Closed || st.Failures != 1 {
+		t.Fatalf("after the failed trip: %v with %d failures, %v; want closed with 1", st.State, st.Failures, err)
+	}
+	if v, err := s.Allow(ctx, "dep", breaker.Fresh); err != nil || v.Decision != breaker.Run {
+		t.Fatalf("Allow after the failed trip: %v, %v; want run", v.Decision, err)
+	}
+	clock := setup(t)(breaker.Rules{Default: breaker.Must(breaker.Parse(Rules[0]))}, func() time.Time { panic("clock") })
+	if _, err := clock.Allow(ctx, "dep2", breaker.Fresh); err == nil {
+		t.Fatal("a clock that panics gave no error")
+	}
+	if _, err := clock.Record(ctx, "dep2", breaker.Ticket{}, breaker.Failure); err == nil {
+		t.Fatal("a clock that panics gave no error")
+	}
 }
 
 // Clock is a fake clock safe for concurrent use.
