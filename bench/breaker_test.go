@@ -85,7 +85,7 @@ func BenchmarkBreaker(b *testing.B) {
 			b.ReportAllocs()
 			cpu := startCPU()
 			for i := 0; b.Loop(); i++ {
-				v, _ := s.Allow(ctx, dep, breaker.Fresh)
+				v, _ := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Fresh})
 				_, _ = s.Record(ctx, dep, v.Ticket, outcome(i))
 				sinkVerdict = v
 			}
@@ -228,7 +228,7 @@ func BenchmarkBreakerStore(b *testing.B) {
 			s := stores[name](b)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := s.Allow(ctx, dep, breaker.Fresh); err != nil {
+				if _, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Fresh}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -248,7 +248,7 @@ func BenchmarkBreakerStore(b *testing.B) {
 			s := stores[name](b)
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
-				v, err := s.Allow(ctx, dep, breaker.Fresh)
+				v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Fresh})
 				if err == nil {
 					_, err = s.Record(ctx, dep, v.Ticket, outcome(i))
 				}
@@ -274,7 +274,7 @@ func BenchmarkBreakerRedisServer(b *testing.B) {
 			rdb := privateRedis(b)
 			s := redisstore.New(rdb, rules, redisstore.Options{})
 			// Load the scripts, then count from zero.
-			_, _ = s.Allow(ctx, dep, breaker.Fresh)
+			_, _ = s.Allow(ctx, dep, breaker.Job{Kind: breaker.Fresh})
 			_, _ = s.Record(ctx, "never-trips", breaker.Ticket{}, breaker.Failure)
 			if err := rdb.ConfigResetStat(ctx).Err(); err != nil {
 				b.Fatal(err)
@@ -288,7 +288,7 @@ func BenchmarkBreakerRedisServer(b *testing.B) {
 						err = nil
 					}
 				case "allow":
-					_, err = s.Allow(ctx, dep, breaker.Fresh)
+					_, err = s.Allow(ctx, dep, breaker.Job{Kind: breaker.Fresh})
 				case "record":
 					_, err = s.Record(ctx, "never-trips", breaker.Ticket{}, breaker.Failure)
 				}

@@ -2,6 +2,8 @@ package breaker
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,7 +16,7 @@ import (
 // An adapter asks before it runs a job bound to a dependency and reports
 // after:
 //
-//	v, err := store.Allow(ctx, dep, kind)
+//	v, err := store.Allow(ctx, dep, breaker.Job{Kind: kind, ID: jobID})
 //	if err != nil { run the job anyway: a store that is down must not stop the fleet }
 //	if !v.Runs() { defer the job to v.Until without spending an attempt; return }
 //	err = handler(ctx, job)
@@ -23,9 +25,9 @@ import (
 // A dependency the store has no [Breaker] for is not guarded: Allow says
 // Run and Record does nothing.
 type Store interface {
-	// Allow asks whether a run of kind k of a job bound to dep may start
-	// now, on the store's clock.
-	Allow(ctx context.Context, dep string, k Kind) (Verdict, error)
+	// Allow asks whether a run of job, bound to dep, may start now, on
+	// the store's clock.
+	Allow(ctx context.Context, dep string, job Job) (Verdict, error)
 	// Record reports what a run did: t is the Ticket of the verdict that
 	// let it through, or the zero Ticket for a failure bound to dep by
 	// its error alone.
@@ -35,6 +37,39 @@ type Store interface {
 	// List returns the status of every dependency the store holds a
 	// circuit for, sorted by name.
 	List(ctx context.Context) ([]Status, error)
+}
+
+// Job is the run an adapter asks a [Store] about.
+type Job struct {
+	// Kind is what the run is to the budget, as far as the engine can
+	// tell: Retry for a retry or a run the breaker deferred before.
+	Kind Kind
+	// ID is the job's identity in its engine, or "" for none. With it, a
+	// store remembers the jobs it defers (for [Remember] after each
+	// deferral ends) and counts a remembered job's next run as a Retry,
+	// whatever Kind says. An engine that reruns a deferred job as if it
+	// were new (asynq's uncounted retry keeps its retry count) still has
+	// its backlog released at the budget's rate.
+	ID string
+}
+
+// Remember is how long after its deferral ends a store remembers a job it
+// deferred, when the job does not come back.
+const Remember = 24 * time.Hour
+
+// MaxJobIDLen is the longest job ID a store remembers.
+const MaxJobIDLen = 1024
+
+// CheckJobID says what is wrong with a job ID, or returns nil: at most
+// [MaxJobIDLen] bytes, no NUL byte (PostgreSQL text cannot hold one).
+func CheckJobID(id string) error {
+	if len(id) > MaxJobIDLen {
+		return fmt.Errorf("breaker: job ID of %d bytes is too long, want at most %d", len(id), MaxJobIDLen)
+	}
+	if i := strings.IndexByte(id, 0); i >= 0 {
+		return fmt.Errorf("breaker: job ID has a NUL byte at offset %d, want text without one", i)
+	}
+	return nil
 }
 
 // Rules says which [Breaker] guards each dependency. It is a value; the

@@ -20,7 +20,7 @@ func Example() {
 	ctx := context.Background()
 
 	runJob := func(job string, kind breaker.Kind, handler func() error) {
-		v, err := store.Allow(ctx, "payments", kind)
+		v, err := store.Allow(ctx, "payments", breaker.Job{Kind: kind, ID: job})
 		if err != nil {
 			// The store is down: run the job, never stop the fleet.
 			v = breaker.Verdict{Decision: breaker.Run}
@@ -45,10 +45,17 @@ func Example() {
 	now = now.Add(30 * time.Second)
 	runJob("job-1", breaker.Retry, up)
 	runJob("job-2", breaker.Retry, up)
+	// job-3 comes back as a first run (asynq's uncounted retry keeps its
+	// count at 0); the store remembers deferring it, so it is a retry.
+	now = now.Add(100 * time.Millisecond)
+	runJob("job-3", breaker.Fresh, up)
+	runJob("job-4", breaker.Fresh, up)
 	// Output:
 	// job-1: ran (run), failure, breaker closed
 	// job-2: ran (run), failure, breaker closed -> open
 	// job-3: deferred 30s (defer-open), no attempt spent
 	// job-1: ran (probe), success, breaker half-open -> closed
 	// job-2: deferred 200ms (defer-budget), no attempt spent
+	// job-3: deferred 100ms (defer-budget), no attempt spent
+	// job-4: ran (run), success, breaker closed
 }

@@ -21,6 +21,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	circuits map[string]*breaker.Circuit
+	deferred map[string]map[string]int64 // dep -> job ID -> forget at (Unix ms)
+	inserts  int                         // deferrals since the last sweep
 }
 
 // Options configure a Store.
@@ -34,7 +36,7 @@ func New(rules breaker.Rules, o Options) *Store {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &Store{rules: rules.Clone(), now: o.Now, circuits: map[string]*breaker.Circuit{}}
+	return &Store{rules: rules.Clone(), now: o.Now, circuits: map[string]*breaker.Circuit{}, deferred: map[string]map[string]int64{}}
 }
 
 var _ breaker.Store = (*Store)(nil)
@@ -45,8 +47,11 @@ func (s *Store) clock() (time.Time, error) {
 }
 
 // Allow implements [breaker.Store].
-func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.Verdict, error) {
+func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
 	if err := breaker.CheckName(dep); err != nil {
+		return breaker.Verdict{}, err
+	}
+	if err := breaker.CheckJobID(job.ID); err != nil {
 		return breaker.Verdict{}, err
 	}
 	b, ok := s.rules.For(dep)
@@ -57,9 +62,49 @@ func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.
 	if err != nil {
 		return breaker.Verdict{}, err
 	}
+	ms := now.UnixMilli()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return b.Allow(s.circuit(dep), now, k), nil
+	jobs := s.deferred[dep]
+	at, remembered := jobs[job.ID]
+	remembered = remembered && job.ID != "" && at > ms
+	kind := job.Kind
+	if remembered {
+		kind = breaker.Retry
+	}
+	v := b.Allow(s.circuit(dep), now, kind)
+	if job.ID == "" {
+		return v, nil
+	}
+	switch {
+	case !v.Runs():
+		if jobs == nil {
+			jobs = map[string]int64{}
+			s.deferred[dep] = jobs
+		}
+		jobs[job.ID] = v.Until.Add(breaker.Remember).UnixMilli()
+		if s.inserts++; s.inserts >= 1024 {
+			s.sweep(ms)
+		}
+	case remembered || at != 0:
+		delete(jobs, job.ID)
+	}
+	return v, nil
+}
+
+// sweep forgets the deferred jobs whose time is up; s.mu is held.
+func (s *Store) sweep(now int64) {
+	s.inserts = 0
+	for dep, jobs := range s.deferred {
+		for id, at := range jobs {
+			if at <= now {
+				delete(jobs, id)
+			}
+		}
+		if len(jobs) == 0 {
+			delete(s.deferred, dep)
+		}
+	}
 }
 
 // Record implements [breaker.Store].

@@ -38,8 +38,9 @@ type Execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Migrate creates the breaker table in schema ("" for the search path's
-// first schema), if it is not there yet. Run it with the application's
+// Migrate creates the breaker tables in schema ("" for the search path's
+// first schema), if they are not there yet: one row per dependency, and
+// the jobs each breaker deferred. Run it with the application's
 // other migrations; it is safe to run again.
 func Migrate(ctx context.Context, db Execer, schema string) error {
 	_, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+tableName(schema)+` (
@@ -63,7 +64,26 @@ func Migrate(ctx context.Context, db Execer, schema string) error {
 	if err != nil {
 		return fmt.Errorf("pgstore: create table %s: %w", tableName(schema), err)
 	}
+	_, err = db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+deferredName(schema)+` (
+	dependency text NOT NULL,
+	job        text NOT NULL,
+	forget_ms  bigint NOT NULL,
+	PRIMARY KEY (dependency, job)
+)`)
+	if err != nil {
+		return fmt.Errorf("pgstore: create table %s: %w", deferredName(schema), err)
+	}
 	return nil
+}
+
+// DeferredTable is the name of the table of the jobs a breaker deferred.
+const DeferredTable = "rebound_breaker_deferred"
+
+func deferredName(schema string) string {
+	if schema == "" {
+		return pgx.Identifier{DeferredTable}.Sanitize()
+	}
+	return pgx.Identifier{schema, DeferredTable}.Sanitize()
 }
 
 func tableName(schema string) string {
@@ -91,8 +111,9 @@ type Store struct {
 	now   func() time.Time
 	table string
 
-	qRead, qLock, qWrite, qList string
-	texts                       sync.Map // string -> string, each dependency's rule text
+	qRead, qLock, qWrite, qList     string
+	qRemembered, qRemember, qForget string
+	texts                           sync.Map // string -> string, each dependency's rule text
 }
 
 var _ breaker.Store = (*Store)(nil)
@@ -105,11 +126,20 @@ const clockMillis = `floor(extract(epoch from clock_timestamp()) * 1000)::bigint
 // New returns a store on pool whose dependencies rules guards. The table
 // must exist: see [Migrate].
 func New(pool *pgxpool.Pool, rules breaker.Rules, o Options) *Store {
-	t := tableName(o.Schema)
+	t, d := tableName(o.Schema), deferredName(o.Schema)
 	return &Store{
 		pool: pool, rules: rules.Clone(), now: o.Now, table: t,
 		qRead: `SELECT ` + clockMillis + `, r.* FROM (SELECT 1) one LEFT JOIN LATERAL
 	(SELECT ` + columns + ` FROM ` + t + ` WHERE dependency = $1) r ON true`,
+		qRemembered: `SELECT ` + clockMillis + `, EXISTS (SELECT 1 FROM ` + d + ` WHERE dependency = $1 AND job = $2
+	AND forget_ms > coalesce($3, ` + clockMillis + `)), r.* FROM (SELECT 1) one LEFT JOIN LATERAL
+	(SELECT ` + columns + ` FROM ` + t + ` WHERE dependency = $1) r ON true`,
+		// Remembering a job also forgets the dependency's other jobs
+		// whose time is up.
+		qRemember: `WITH gone AS (DELETE FROM ` + d + ` WHERE dependency = $1 AND job <> $2 AND forget_ms <= $4)
+	INSERT INTO ` + d + ` (dependency, job, forget_ms) VALUES ($1, $2, $3)
+	ON CONFLICT (dependency, job) DO UPDATE SET forget_ms = excluded.forget_ms`,
+		qForget: `DELETE FROM ` + d + ` WHERE dependency = $1 AND job = $2`,
 		// An upsert locks the row, creating it if need be, in one statement.
 		qLock: `INSERT INTO ` + t + ` (dependency) VALUES ($1)
 	ON CONFLICT (dependency) DO UPDATE SET dependency = excluded.dependency
@@ -132,7 +162,7 @@ type row struct {
 
 // scan reads a row of now and the columns; a missing row reads as the
 // zero circuit.
-func scan(r pgx.Row, dep *string) (row, error) {
+func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 	var (
 		now                          int64
 		state                        *int16
@@ -142,6 +172,9 @@ func scan(r pgx.Row, dep *string) (row, error) {
 		rule                         *string
 	)
 	dest := []any{&now}
+	if remembered != nil {
+		dest = append(dest, remembered)
+	}
 	if dep != nil {
 		dest = append(dest, dep)
 	}
@@ -184,12 +217,34 @@ func (s *Store) clock(dbNow int64) (time.Time, error) {
 }
 
 // Allow implements [breaker.Store].
-func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.Verdict, error) {
-	var v breaker.Verdict
-	err := s.transition(ctx, dep, func(b breaker.Breaker, c *breaker.Circuit, now time.Time) error {
-		v = b.Allow(c, now, k)
+func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+	if err := breaker.CheckJobID(job.ID); err != nil {
+		return breaker.Verdict{}, err
+	}
+	var (
+		v          breaker.Verdict
+		remembered bool
+		at         time.Time
+	)
+	err := s.transition(ctx, dep, job.ID, &remembered, func(b breaker.Breaker, c *breaker.Circuit, now time.Time) error {
+		k := job.Kind
+		if remembered {
+			k = breaker.Retry
+		}
+		v, at = b.Allow(c, now, k), now
 		return nil
 	}, func() { v = breaker.Verdict{Decision: breaker.Run} })
+	if err == nil && job.ID != "" && !at.IsZero() {
+		// The job's deferral is remembered beside the circuit, not in its
+		// transaction: it is a hint for the job's next run, and a lost one
+		// costs that run a token, not a wrong decision.
+		switch {
+		case !v.Runs():
+			_, err = s.pool.Exec(ctx, s.qRemember, dep, job.ID, v.Until.Add(breaker.Remember).UnixMilli(), at.UnixMilli())
+		case remembered:
+			_, err = s.pool.Exec(ctx, s.qForget, dep, job.ID)
+		}
+	}
 	if err != nil {
 		return breaker.Verdict{}, fmt.Errorf("pgstore: allow %s: %w", dep, noTable(err))
 	}
@@ -199,7 +254,7 @@ func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.
 // Record implements [breaker.Store].
 func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
 	var tr breaker.Transition
-	err := s.transition(ctx, dep, func(b breaker.Breaker, c *breaker.Circuit, now time.Time) error {
+	err := s.transition(ctx, dep, "", nil, func(b breaker.Breaker, c *breaker.Circuit, now time.Time) error {
 		// The cool-down policy is the user's: it must not take the
 		// process down.
 		return safe.Call("pgstore: record", func() { tr = b.Record(c, dep, now, t, o) })
@@ -213,8 +268,9 @@ func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o brea
 // transition applies apply to dep's circuit atomically: first on a plain
 // read, and if that changed the circuit, again on the locked row in a
 // transaction that writes it back. unguarded runs instead when no rule
-// guards dep.
-func (s *Store) transition(ctx context.Context, dep string, apply func(breaker.Breaker, *breaker.Circuit, time.Time) error, unguarded func()) error {
+// guards dep. With a job, the read also says, in *remembered, whether the
+// store deferred that job before.
+func (s *Store) transition(ctx context.Context, dep, job string, remembered *bool, apply func(breaker.Breaker, *breaker.Circuit, time.Time) error, unguarded func()) error {
 	if err := breaker.CheckName(dep); err != nil {
 		return err
 	}
@@ -223,7 +279,23 @@ func (s *Store) transition(ctx context.Context, dep string, apply func(breaker.B
 		unguarded()
 		return nil
 	}
-	r, err := scan(s.pool.QueryRow(ctx, s.qRead, dep), nil)
+	var r row
+	var err error
+	if job != "" {
+		// The clock the store answers on decides what it still remembers.
+		var injected *int64
+		if s.now != nil {
+			t, err := s.clock(0)
+			if err != nil {
+				return err
+			}
+			ms := t.UnixMilli()
+			injected = &ms
+		}
+		r, err = scan(s.pool.QueryRow(ctx, s.qRemembered, dep, job, injected), nil, remembered)
+	} else {
+		r, err = scan(s.pool.QueryRow(ctx, s.qRead, dep), nil, nil)
+	}
 	if err != nil {
 		return err
 	}
@@ -242,7 +314,7 @@ func (s *Store) transition(ctx context.Context, dep string, apply func(breaker.B
 	// to a database crash costs a probe or a trip, not a job. So its
 	// commits do not wait for the disk, which is most of their cost.
 	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit TO OFF"}, func(tx pgx.Tx) error {
-		r, err := scan(tx.QueryRow(ctx, s.qLock, dep), nil)
+		r, err := scan(tx.QueryRow(ctx, s.qLock, dep), nil, nil)
 		if err != nil {
 			return err
 		}
@@ -269,7 +341,7 @@ func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) 
 	if err := breaker.CheckName(dep); err != nil {
 		return breaker.Status{}, err
 	}
-	r, err := scan(s.pool.QueryRow(ctx, s.qRead, dep), nil)
+	r, err := scan(s.pool.QueryRow(ctx, s.qRead, dep), nil, nil)
 	if err != nil {
 		return breaker.Status{}, fmt.Errorf("pgstore: status %s: %w", dep, noTable(err))
 	}
@@ -305,7 +377,7 @@ func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
 	var out []breaker.Status
 	for rows.Next() {
 		var dep string
-		r, err := scan(rows, &dep)
+		r, err := scan(rows, &dep, nil)
 		if err != nil {
 			return nil, fmt.Errorf("pgstore: list: %w", err)
 		}

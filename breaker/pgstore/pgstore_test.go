@@ -32,7 +32,7 @@ func TestMigrate(t *testing.T) {
 	pool := testenv.Postgres(t)
 	schema := testenv.Schema(t, pool)
 	rules := breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s))"))}
-	_, err := pgstore.New(pool, rules, pgstore.Options{Schema: schema}).Allow(ctx, "payments", breaker.Fresh)
+	_, err := pgstore.New(pool, rules, pgstore.Options{Schema: schema}).Allow(ctx, "payments", breaker.Job{Kind: breaker.Fresh})
 	if !errors.Is(err, pgstore.ErrNoTable) {
 		t.Fatalf("Allow before Migrate: %v, want ErrNoTable", err)
 	}
@@ -41,7 +41,7 @@ func TestMigrate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if v, err := pgstore.New(pool, rules, pgstore.Options{Schema: schema}).Allow(ctx, "payments", breaker.Fresh); err != nil || v.Decision != breaker.Run {
+	if v, err := pgstore.New(pool, rules, pgstore.Options{Schema: schema}).Allow(ctx, "payments", breaker.Job{Kind: breaker.Fresh}); err != nil || v.Decision != breaker.Run {
 		t.Fatalf("Allow after Migrate: %v, %v; want run", v.Decision, err)
 	}
 }

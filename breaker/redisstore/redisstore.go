@@ -2,9 +2,10 @@
 // process sees one breaker (and one retry budget) per dependency: the
 // [breaker.Store] for asynq and native users.
 //
-// Each dependency's circuit is one hash, "PREFIX:{DEP}:breaker"; the
-// braces are a Redis Cluster hash tag, so the scripts work on a Cluster
-// too. Every transition (allow, success, failure, neutral) is one atomic
+// Each dependency's circuit is one hash, "PREFIX:{DEP}:breaker", and the
+// jobs its breaker deferred a sorted set, "PREFIX:{DEP}:deferred"; the
+// braces are a Redis Cluster hash tag, so both sit in one slot and the
+// scripts work on a Cluster too. Every transition (allow, success, failure, neutral) is one atomic
 // Lua script, one round trip per job event, run on the server's clock
 // (TIME), so the fleet agrees on time even when its hosts do not. The
 // scripts run the pure core's state machine (package breaker) number for
@@ -101,9 +102,16 @@ func New(rdb redis.UniversalClient, rules breaker.Rules, o Options) *Store {
 // Key returns the key of dep's circuit under prefix: "PREFIX:{DEP}:breaker".
 func Key(prefix, dep string) string { return prefix + ":{" + dep + "}:breaker" }
 
+// DeferredKey returns the key of the sorted set of the jobs dep's breaker
+// deferred: "PREFIX:{DEP}:deferred", in the circuit's hash slot.
+func DeferredKey(prefix, dep string) string { return prefix + ":{" + dep + "}:deferred" }
+
 // Allow implements [breaker.Store].
-func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.Verdict, error) {
+func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
 	if err := breaker.CheckName(dep); err != nil {
+		return breaker.Verdict{}, err
+	}
+	if err := breaker.CheckJobID(job.ID); err != nil {
 		return breaker.Verdict{}, err
 	}
 	b, ok := s.rules.For(dep)
@@ -115,10 +123,11 @@ func (s *Store) Allow(ctx context.Context, dep string, k breaker.Kind) (breaker.
 		return breaker.Verdict{}, err
 	}
 	kind := 0
-	if k == breaker.Retry {
+	if job.Kind == breaker.Retry {
 		kind = 1
 	}
-	r, err := ints(scriptAllow.Run(ctx, s.rdb, []string{Key(s.prefix, dep)}, append(args, kind)...).Slice())
+	keys := []string{Key(s.prefix, dep), DeferredKey(s.prefix, dep)}
+	r, err := ints(scriptAllow.Run(ctx, s.rdb, keys, append(args, kind, job.ID, breaker.Remember.Milliseconds())...).Slice())
 	if err != nil || len(r) != 6 {
 		return breaker.Verdict{}, fmt.Errorf("redisstore: allow %s: %w", dep, replyError(err, r))
 	}

@@ -39,13 +39,13 @@ func fleet(t *testing.T, s breaker.Store, clock *time.Time) {
 	rec("payments", breaker.Ticket{}, breaker.Failure)
 	rec("search", breaker.Ticket{}, breaker.Failure)
 	step(5 * time.Second)
-	rec("payments", must(s.Allow(ctx, "payments", breaker.Retry)).Ticket, breaker.Failure) // a failed probe: trip 2
-	must(s.Allow(ctx, "search", breaker.Fresh))                                            // a probe, running
+	rec("payments", must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry})).Ticket, breaker.Failure) // a failed probe: trip 2
+	must(s.Allow(ctx, "search", breaker.Job{Kind: breaker.Fresh}))                                            // a probe, running
 	for range 2 {
-		rec("mail", must(s.Allow(ctx, "mail", breaker.Fresh)).Ticket, breaker.Failure)
+		rec("mail", must(s.Allow(ctx, "mail", breaker.Job{Kind: breaker.Fresh})).Ticket, breaker.Failure)
 	}
 	for range 3 {
-		must(s.Allow(ctx, "mail", breaker.Retry))
+		must(s.Allow(ctx, "mail", breaker.Job{Kind: breaker.Retry}))
 	}
 	step(6 * time.Second)
 }

@@ -44,6 +44,7 @@ func Run(t *testing.T, setup Setup) {
 	t.Run("ConcurrentCounts", func(t *testing.T) { concurrentCounts(t, setup(t)) })
 	t.Run("BadNames", func(t *testing.T) { badNames(t, setup(t)) })
 	t.Run("UserPanics", func(t *testing.T) { userPanics(t, setup) })
+	t.Run("RememberDeferred", func(t *testing.T) { rememberDeferred(t, setup(t)) })
 }
 
 // panicky is a cool-down policy whose every method panics.
@@ -70,11 +71,11 @@ func userPanics(t *testing.T, setup Setup) {
 	if st, err := s.Status(ctx, "dep"); err != nil || st.State != breaker.Closed || st.Failures != 1 {
 		t.Fatalf("after the failed trip: %v with %d failures, %v; want closed with 1", st.State, st.Failures, err)
 	}
-	if v, err := s.Allow(ctx, "dep", breaker.Fresh); err != nil || v.Decision != breaker.Run {
+	if v, err := s.Allow(ctx, "dep", breaker.Job{Kind: breaker.Fresh}); err != nil || v.Decision != breaker.Run {
 		t.Fatalf("Allow after the failed trip: %v, %v; want run", v.Decision, err)
 	}
 	clock := setup(t)(breaker.Rules{Default: breaker.Must(breaker.Parse(Rules[0]))}, func() time.Time { panic("clock") })
-	if _, err := clock.Allow(ctx, "dep2", breaker.Fresh); err == nil {
+	if _, err := clock.Allow(ctx, "dep2", breaker.Job{Kind: breaker.Fresh}); err == nil {
 		t.Fatal("a clock that panics gave no error")
 	}
 	if _, err := clock.Record(ctx, "dep2", breaker.Ticket{}, breaker.Failure); err == nil {
@@ -109,7 +110,7 @@ func unguarded(t *testing.T, backend Backend) {
 			t.Fatal(err)
 		}
 	}
-	v, err := s.Allow(ctx, "other", breaker.Retry)
+	v, err := s.Allow(ctx, "other", breaker.Job{Kind: breaker.Retry})
 	if err != nil || v.Decision != breaker.Run {
 		t.Fatalf("unguarded dependency: %v, %v; want run", v.Decision, err)
 	}
@@ -135,7 +136,7 @@ func lifecycle(t *testing.T, backend Backend) {
 		}
 		return tr
 	}
-	v := must(s.Allow(ctx, "payments", breaker.Fresh))
+	v := must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Fresh}))
 	if v.Decision != breaker.Run {
 		t.Fatalf("fresh closed breaker: %v, want run", v.Decision)
 	}
@@ -143,7 +144,7 @@ func lifecycle(t *testing.T, backend Backend) {
 	if tr := record(breaker.Ticket{}, breaker.Failure); tr != (breaker.Transition{From: breaker.Closed, To: breaker.Open}) {
 		t.Fatalf("second failure: %v, want closed -> open", tr)
 	}
-	v = must(s.Allow(ctx, "payments", breaker.Fresh))
+	v = must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Fresh}))
 	if v.Decision != breaker.DeferOpen || !v.Until.Equal(T0.Add(time.Second)) {
 		t.Fatalf("open: %v until %v, want defer-open until t0+1s", v.Decision, v.Until)
 	}
@@ -152,33 +153,33 @@ func lifecycle(t *testing.T, backend Backend) {
 		t.Fatalf("status %+v, %v; want open, 1 trip, next probe t0+1s, rule %s", st, err, b)
 	}
 	clock.Add(time.Second)
-	v = must(s.Allow(ctx, "payments", breaker.Retry))
+	v = must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry}))
 	if v.Decision != breaker.Probe || v.Transition != (breaker.Transition{From: breaker.Open, To: breaker.HalfOpen}) {
 		t.Fatalf("after the cool-down: %v %v, want probe open -> half-open", v.Decision, v.Transition)
 	}
-	if w := must(s.Allow(ctx, "payments", breaker.Retry)); w.Decision != breaker.DeferOpen {
+	if w := must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry})); w.Decision != breaker.DeferOpen {
 		t.Fatalf("second run while probing: %v, want defer-open", w.Decision)
 	}
 	record(v.Ticket, breaker.Failure)
 	clock.Add(time.Second)
-	if w := must(s.Allow(ctx, "payments", breaker.Retry)); w.Decision != breaker.DeferOpen || !w.Until.Equal(T0.Add(3*time.Second)) {
+	if w := must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry})); w.Decision != breaker.DeferOpen || !w.Until.Equal(T0.Add(3*time.Second)) {
 		t.Fatalf("second trip: %v until %v, want defer-open until t0+3s (a 2s cool-down)", w.Decision, w.Until)
 	}
 	clock.Add(time.Second)
-	v = must(s.Allow(ctx, "payments", breaker.Retry))
+	v = must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry}))
 	if tr := record(v.Ticket, breaker.Success); tr != (breaker.Transition{From: breaker.HalfOpen, To: breaker.Closed}) {
 		t.Fatalf("probe success: %v, want half-open -> closed", tr)
 	}
 	// Closed with an empty budget: a retry waits for the floor's token, a
 	// fresh run does not.
-	if w := must(s.Allow(ctx, "payments", breaker.Retry)); w.Decision != breaker.DeferBudget || !w.Until.Equal(clock.Now().Add(time.Second)) {
+	if w := must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry})); w.Decision != breaker.DeferBudget || !w.Until.Equal(clock.Now().Add(time.Second)) {
 		t.Fatalf("retry after recovery: %v until %v, want defer-budget until now+1s", w.Decision, w.Until)
 	}
-	if w := must(s.Allow(ctx, "payments", breaker.Fresh)); w.Decision != breaker.Run {
+	if w := must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Fresh})); w.Decision != breaker.Run {
 		t.Fatalf("fresh run after recovery: %v, want run", w.Decision)
 	}
 	clock.Add(time.Second)
-	if w := must(s.Allow(ctx, "payments", breaker.Retry)); w.Decision != breaker.Run {
+	if w := must(s.Allow(ctx, "payments", breaker.Job{Kind: breaker.Retry})); w.Decision != breaker.Run {
 		t.Fatalf("retry a second later: %v, want run", w.Decision)
 	}
 	list, err := s.List(ctx)
@@ -238,7 +239,7 @@ func sameAsCore(t *testing.T, setup Setup) {
 				now := clock.Now()
 				if e.allow {
 					want := b.Allow(&c, now, e.kind)
-					got, err := s.Allow(ctx, dep, e.kind)
+					got, err := s.Allow(ctx, dep, breaker.Job{Kind: e.kind})
 					if err != nil {
 						t.Fatalf("%s seed %d step %d: Allow: %v", text, seed, i, err)
 					}
@@ -302,7 +303,7 @@ func concurrentProbes(t *testing.T, backend Backend) {
 	for i := range 24 {
 		wg.Go(func() {
 			for range 5 {
-				v, err := clients[i%len(clients)].Allow(ctx, "db", breaker.Fresh)
+				v, err := clients[i%len(clients)].Allow(ctx, "db", breaker.Job{Kind: breaker.Fresh})
 				if err != nil {
 					t.Error(err)
 					return
@@ -335,7 +336,7 @@ func concurrentBudget(t *testing.T, backend Backend) {
 	for i := range 20 {
 		wg.Go(func() {
 			for range 4 {
-				v, err := clients[i%2].Allow(ctx, "mail", breaker.Retry)
+				v, err := clients[i%2].Allow(ctx, "mail", breaker.Job{Kind: breaker.Retry})
 				if err != nil {
 					t.Error(err)
 					return
@@ -390,7 +391,7 @@ func badNames(t *testing.T, backend Backend) {
 	ctx := context.Background()
 	s := backend(breaker.Rules{Default: breaker.Must(breaker.Parse(Rules[0]))}, nil)
 	for _, name := range []string{"", "a{b}", "with space", string(make([]byte, breaker.MaxNameLen+1)), "tab\t", "é"} {
-		if _, err := s.Allow(ctx, name, breaker.Fresh); err == nil {
+		if _, err := s.Allow(ctx, name, breaker.Job{Kind: breaker.Fresh}); err == nil {
 			t.Errorf("Allow(%q) accepted a bad name", name)
 		}
 		if _, err := s.Record(ctx, name, breaker.Ticket{}, breaker.Failure); err == nil {
@@ -399,5 +400,52 @@ func badNames(t *testing.T, backend Backend) {
 		if _, err := s.Status(ctx, name); err == nil {
 			t.Errorf("Status(%q) accepted a bad name", name)
 		}
+	}
+}
+
+// rememberDeferred: a job the store deferred counts as a retry when it
+// comes back, even as a fresh run, until it runs or Remember passes.
+func rememberDeferred(t *testing.T, backend Backend) {
+	ctx := context.Background()
+	clock := NewClock(T0)
+	s := backend(breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s), budget=budget(0%, 1/s, 1))"))}, clock.Now)
+	ask := func(id string, want breaker.Decision) breaker.Verdict {
+		t.Helper()
+		v, err := s.Allow(ctx, "dep", breaker.Job{Kind: breaker.Fresh, ID: id})
+		if err != nil || v.Decision != want {
+			t.Fatalf("at t0+%v, fresh run of %q: %v, %v; want %v", clock.Now().Sub(T0), id, v.Decision, err, want)
+		}
+		return v
+	}
+	outage := func() {
+		t.Helper()
+		if _, err := s.Record(ctx, "dep", breaker.Ticket{}, breaker.Failure); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recover := func() {
+		t.Helper()
+		v := ask("probe", breaker.Probe)
+		if tr, err := s.Record(ctx, "dep", v.Ticket, breaker.Success); err != nil || tr.To != breaker.Closed {
+			t.Fatalf("probe success: %v, %v; want closed", tr, err)
+		}
+	}
+	outage()
+	ask("j1", breaker.DeferOpen)
+	clock.Add(time.Second)
+	recover()                      // the budget starts empty
+	ask("j1", breaker.DeferBudget) // remembered: a retry
+	ask("j2", breaker.Run)         // never deferred: fresh
+	clock.Add(time.Second)
+	ask("j1", breaker.Run) // the floor's token
+	ask("j1", breaker.Run) // forgotten once it ran: fresh again
+
+	outage()
+	ask("j3", breaker.DeferOpen)
+	clock.Add(time.Second + breaker.Remember + time.Millisecond)
+	recover()
+	ask("j3", breaker.Run) // forgotten after Remember
+	if _, err := s.Allow(ctx, "dep", breaker.Job{ID: "nul\x00"}); err == nil {
+		t.Error("a job ID with a NUL byte was accepted")
 	}
 }
