@@ -73,7 +73,9 @@ type Config struct {
 	// Successes is how many probe successes close the breaker; default 1.
 	Successes int
 	// Lease is how long a probe may run before its slot is presumed lost
-	// (its worker died) and given to another; default 1m.
+	// (its worker died) and given to another; default 1m. It is also how
+	// long, at most, a run that finds every probe slot taken is deferred:
+	// set it near the job's timeout.
 	Lease time.Duration
 	// Budget bounds retries while the breaker is closed; the zero Budget
 	// bounds nothing.

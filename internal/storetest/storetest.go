@@ -423,7 +423,7 @@ func rememberDeferred(t *testing.T, backend Backend) {
 			t.Fatal(err)
 		}
 	}
-	recover := func() {
+	heal := func() {
 		t.Helper()
 		v := ask("probe", breaker.Probe)
 		if tr, err := s.Record(ctx, "dep", v.Ticket, breaker.Success); err != nil || tr.To != breaker.Closed {
@@ -433,7 +433,7 @@ func rememberDeferred(t *testing.T, backend Backend) {
 	outage()
 	ask("j1", breaker.DeferOpen)
 	clock.Add(time.Second)
-	recover()                      // the budget starts empty
+	heal()                         // the budget starts empty
 	ask("j1", breaker.DeferBudget) // remembered: a retry
 	ask("j2", breaker.Run)         // never deferred: fresh
 	clock.Add(time.Second)
@@ -443,7 +443,7 @@ func rememberDeferred(t *testing.T, backend Backend) {
 	outage()
 	ask("j3", breaker.DeferOpen)
 	clock.Add(time.Second + breaker.Remember + time.Millisecond)
-	recover()
+	heal()
 	ask("j3", breaker.Run) // forgotten after Remember
 	if _, err := s.Allow(ctx, "dep", breaker.Job{ID: "nul\x00"}); err == nil {
 		t.Error("a job ID with a NUL byte was accepted")
