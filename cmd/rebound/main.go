@@ -6,6 +6,7 @@
 //	rebound plan POLICY [-n 10] [-key ID] [-from TIME]
 //	rebound herd POLICY [-jobs 1000] [-attempt 3] [-buckets 20] [-seed S] [-svg FILE]
 //	rebound ui [POLICY] [-addr 127.0.0.1:0] [-redis URL -queue NAME ...]
+//	rebound breaker -redis URL [-prefix P] | -postgres URL [-schema S]
 //
 // POLICY is rebound's text form of a policy, as backoff.Parse reads it, for
 // example 'jitter(exponential(100ms, 2s))'. Quote it: the shell treats
@@ -49,6 +50,7 @@ func commands() []command {
 		{"plan", "the schedule one job follows: delays, total wait, fire times and a bar chart", runPlan},
 		{"herd", "where a cohort that failed together retries, with and without jitter", runHerd},
 		{"ui", "the curve, the herd and the native queues in a browser, live", runUI},
+		{"breaker", "each dependency's shared circuit breaker, from a Redis or PostgreSQL URL", runBreaker},
 	}
 }
 
@@ -102,9 +104,9 @@ Commands:
 
 `)
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.synopsis)
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.synopsis)
 	}
-	fmt.Fprint(w, `  help   this text; "rebound help COMMAND" documents a command's flags
+	fmt.Fprint(w, `  help    this text; "rebound help COMMAND" documents a command's flags
 
 `+policyHelp+`
 Exit status: 0 on success, 1 if the command fails (e.g. writing a file),

@@ -1,0 +1,105 @@
+package testenv
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster starts a Redis Cluster of three masters from the installed
+// redis-server, on loopback ports, with its files in t's temporary
+// directories, and stops it when t ends. It returns a cluster client once
+// every master agrees on the slot map. It skips t (fails it under
+// REBOUND_REQUIRE_SERVERS=1) when redis-server is not installed.
+func Cluster(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		missing(t, "redis-server (to start a local cluster)", err)
+	}
+	ctx := context.Background()
+	addrs := make([]string, 3)
+	nodes := make([]*redis.Client, 3)
+	for i := range nodes {
+		port := clusterPort(t)
+		dir := t.TempDir()
+		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-node-timeout", "2000", "--dir", dir, "--save", "", "--appendonly", "no")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start cluster node: %v", err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		nodes[i] = redis.NewClient(&redis.Options{Addr: addrs[i]})
+		t.Cleanup(func() { _ = nodes[i].Close() })
+		waitFor(t, "cluster node "+addrs[i]+" to answer", func() bool { return nodes[i].Ping(ctx).Err() == nil })
+	}
+	for i, n := range nodes {
+		lo, hi := i*16384/len(nodes), (i+1)*16384/len(nodes)-1
+		if err := n.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			t.Fatalf("give slots %d..%d to %s: %v", lo, hi, addrs[i], err)
+		}
+		if i > 0 {
+			if err := n.ClusterMeet(ctx, "127.0.0.1", strings.TrimPrefix(addrs[0], "127.0.0.1:")).Err(); err != nil {
+				t.Fatalf("cluster meet: %v", err)
+			}
+		}
+	}
+	waitFor(t, "the cluster to be ok", func() bool {
+		for _, n := range nodes {
+			info, err := n.ClusterInfo(ctx).Result()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
+				return false
+			}
+		}
+		return true
+	})
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 50})
+	t.Cleanup(func() { _ = cc.Close() })
+	waitFor(t, "the cluster client to see every master", func() bool {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }) == nil
+	})
+	return cc
+}
+
+// clusterPort returns a free loopback port whose cluster bus port (10000
+// above it) is free too.
+func clusterPort(t testing.TB) int {
+	t.Helper()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if port > 65535-10000 {
+			continue
+		}
+		if bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+10000)); err == nil {
+			_ = bus.Close()
+			return port
+		}
+	}
+	t.Fatal("no free loopback port with a free cluster bus port")
+	return 0
+}
+
+// waitFor polls ok every 20ms for up to 20s, failing t if it never holds.
+func waitFor(t testing.TB, what string, ok func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
