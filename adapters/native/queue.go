@@ -151,13 +151,14 @@ func WithName(name string) EnqueueOption {
 }
 
 // WithDelay makes the job wait d before its first run. The fire time is
-// taken from the Redis server's clock, rounded up to the millisecond.
+// taken from the Redis server's clock, rounded up to the millisecond. A
+// delay above [MaxDelay] is clamped to it.
 func WithDelay(d time.Duration) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if d < 0 {
 			return fmt.Errorf("native: delay %s is negative, want >= 0", d)
 		}
-		o.delay = d
+		o.delay = clampDelay(d)
 		return nil
 	}
 }
@@ -231,13 +232,15 @@ func newID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// ceilMicros rounds d up to whole microseconds, the unit delays are sent
-// to the scripts in.
+// ceilMicros rounds d, clamped to [0, MaxDelay], up to whole microseconds,
+// the unit delays are sent to the scripts in.
 func ceilMicros(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
+	d = clampDelay(d)
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
 	}
-	return int64((d + time.Microsecond - 1) / time.Microsecond)
+	return us
 }
 
 func encodeMeta(m map[string]string) (string, error) {
@@ -280,4 +283,17 @@ func replyString(v any) string {
 		return s
 	}
 	return fmt.Sprint(v)
+}
+
+// MaxDelay is the longest delay the queue schedules: 100 years of 365
+// days. A longer one, from [WithDelay] or a retry (the policy's delay or a
+// [backoff.RetryAfter] hint, up to the largest time.Duration), is clamped
+// to it: the job waits MaxDelay, never less, and never runs at once by
+// overflow. Within it every fire time is kept to the millisecond (see the
+// package doc's Keys).
+const MaxDelay = 100 * 365 * 24 * time.Hour
+
+// clampDelay bounds d to [0, MaxDelay].
+func clampDelay(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxDelay)
 }

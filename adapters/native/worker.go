@@ -645,7 +645,12 @@ func (w *Worker) decide(j *Job, err error) backoff.Decision {
 			rule = r
 		}
 	}
-	return rule.Decide(j.Attempt, err, w.source(j))
+	d := rule.Decide(j.Attempt, err, w.source(j))
+	if d.Retry() {
+		// What the fail script applies, and so what observers are told.
+		d.Delay = clampDelay(d.Delay)
+	}
+	return d
 }
 
 // source returns j's jitter source: WithKey's choice, or backoff.Key(j.ID).

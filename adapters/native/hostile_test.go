@@ -1,0 +1,159 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/reboundtest"
+)
+
+// near fails the test unless got is within tol of want.
+func near(t *testing.T, what string, got, want time.Time, tol time.Duration) {
+	t.Helper()
+	if d := got.Sub(want); d > tol || d < -tol {
+		t.Errorf("%s is %v, want %v (within %s; off by %s)", what, got, want, tol, d)
+	}
+}
+
+// A delay at or beyond MaxDelay, up to the largest Duration, schedules the
+// job MaxDelay ahead: it never runs at once by overflow.
+func TestEnqueueDelayBeyondMaxDelay(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "hugedelay")
+		for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 500, MaxDelay + time.Hour, MaxDelay} {
+			id, err := q.Enqueue(ctx, nil, WithDelay(d))
+			if err != nil {
+				t.Fatalf("WithDelay(%d): %v", d, err)
+			}
+			info, err := q.Job(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.State != StateDelayed {
+				t.Errorf("WithDelay(%d): job is %v, want delayed", d, info.State)
+				continue
+			}
+			near(t, "fire time of WithDelay("+d.String()+")", info.NextFireAt, time.Now().Add(MaxDelay), time.Minute)
+		}
+	})
+}
+
+// hugePolicy returns the largest Duration for every attempt, as a buggy or
+// naive custom policy might.
+type hugePolicy struct{}
+
+func (hugePolicy) Delay(int, backoff.Source) time.Duration { return math.MaxInt64 }
+func (hugePolicy) Max() time.Duration                      { return math.MaxInt64 }
+func (hugePolicy) String() string                          { return "huge" }
+
+// A retry delay of the largest Duration, from the policy or from a
+// RetryAfter hint, is clamped to MaxDelay: the job waits that long, the
+// observer is told what was applied, and the other retries of the queue
+// keep their time.
+func TestRetryDelayBeyondMaxDelay(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		for _, c := range []struct {
+			name string
+			rule backoff.Rule
+			err  error
+		}{
+			{"policy", backoff.Must(backoff.NewRule(hugePolicy{}, 3)), errors.New("down")},
+			{"hint", fixedRule(t, 30*time.Millisecond, 3), backoff.RetryAfter(errors.New("slow down"), math.MaxInt64)},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				q := newQueue(t, rdb, prefix, "hugeretry-"+c.name)
+				rec := &reboundtest.Recorder{}
+				var mu sync.Mutex
+				var ends []time.Time
+				var secondStart time.Time
+				startWorker(t, q, c.rule, func(ctx context.Context, j *Job) error {
+					if j.ID == "huge" {
+						return c.err
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					if j.Attempt == 1 {
+						defer func() { ends = append(ends, time.Now()) }()
+						return backoff.RetryAfter(errors.New("once"), 0)
+					}
+					secondStart = time.Now()
+					return nil
+				}, WithObserver(rec))
+				if _, err := q.Enqueue(ctx, nil, WithID("huge")); err != nil {
+					t.Fatal(err)
+				}
+				info := waitState(t, q, "huge", StateDelayed, 5*time.Second)
+				near(t, "the retry's fire time", info.NextFireAt, time.Now().Add(MaxDelay), time.Minute)
+				waitEnded(t, rec, "huge", 1)
+				if ev, _ := rec.Last("huge"); ev.Result.Decision.Delay != MaxDelay {
+					t.Errorf("observer told delay %s, want the applied %s", ev.Result.Decision.Delay, MaxDelay)
+				} else {
+					near(t, "the observer's FireAt", ev.Result.FireAt, info.NextFireAt, time.Millisecond)
+				}
+				if c.name == "policy" {
+					return // the other job's delay is the same huge one
+				}
+				// Another job of the queue retries on time.
+				if _, err := q.Enqueue(ctx, nil, WithID("normal")); err != nil {
+					t.Fatal(err)
+				}
+				waitState(t, q, "normal", StateCompleted, 5*time.Second)
+				mu.Lock()
+				defer mu.Unlock()
+				if gap := secondStart.Sub(ends[0]); gap < 30*time.Millisecond || gap > 300*time.Millisecond {
+					t.Errorf("the other job's 30ms retry ran %s after its failure, want 30ms to 300ms", gap)
+				}
+			})
+		}
+	})
+}
+
+// waitEnded waits until the recorder has seen n ended attempts of job id.
+func waitEnded(t *testing.T, rec *reboundtest.Recorder, id string, n int) []reboundtest.Event {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		evs := rec.Job(id)
+		ended := 0
+		for _, e := range evs {
+			if e.Ended {
+				ended++
+			}
+		}
+		if ended >= n {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: %d attempts ended, want %d; story:\n%s", id, ended, n, rec.Story(id))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A delayed entry with a negative score (no fire time this package writes;
+// older versions wrote one for a delay that overflowed) counts as due
+// rather than parking its job for good.
+func TestNegativeScoreIsDue(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "negative")
+		if _, err := q.Enqueue(ctx, nil, WithID("parked"), WithDelay(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if err := rdb.ZAdd(ctx, q.keys.delayed, redis.Z{Score: -1 << 50, Member: "parked"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := q.Promote(ctx); err != nil || n != 1 {
+			t.Fatalf("Promote moved %d (%v), want the job with a negative score", n, err)
+		}
+	})
+}
