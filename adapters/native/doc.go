@@ -69,9 +69,13 @@
 // entry, a running one a hash entry and an active-set entry, and every
 // script reaches every job through a key in KEYS.
 //
-// The delayed score keeps jobs due in the same millisecond in FIFO order;
-// fire times come from the server's TIME, rounded up to the millisecond so a
-// job is never due early.
+// Fire times come from the server's TIME, rounded up to the millisecond so
+// a job is never due early. The delayed score keeps jobs due in the same
+// millisecond in FIFO order for fire times up to 2039-09-07T15:47:35.551Z
+// (where fire_ms*0x1000 reaches 2^53, the last integer a double holds
+// exactly); later fire times, up to [MaxDelay] ahead, are kept to the
+// millisecond and never early too, but jobs due in one millisecond then
+// run in the order of their IDs.
 //
 // # Scripts
 //

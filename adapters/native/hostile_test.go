@@ -3,11 +3,14 @@ package native
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
@@ -156,4 +159,46 @@ func TestNegativeScoreIsDue(t *testing.T) {
 			t.Fatalf("Promote moved %d (%v), want the job with a negative score", n, err)
 		}
 	})
+}
+
+// Fire times after 2039-09-07 (fire_ms*4096 beyond 2^53, where a double no
+// longer holds every integer) are still kept to the millisecond: no job is
+// promoted before its fire time, and each is promoted at it.
+func TestFireTimesPast2039NeverEarly(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	for _, base := range []int64{1<<41 - 8, 1<<41 + 1000, 1<<42 + 77, time.Now().Add(MaxDelay).UnixMilli()} {
+		q := newQueue(t, rdb, "rbt", fmt.Sprintf("late-%d", base))
+		m.SetTime(time.UnixMilli(base))
+		const n = 24
+		for i := range n {
+			// Fire times base+1 .. base+n, sequence numbers 1 .. n.
+			if _, err := q.Enqueue(ctx, nil, WithID(strconv.Itoa(i)), WithDelay(time.Duration(i+1)*time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			info, err := q.Job(ctx, strconv.Itoa(i))
+			if err != nil || info.NextFireAt.UnixMilli() != base+int64(i)+1 {
+				t.Errorf("base %d: job %d fires at %d (%v), want %d", base, i, info.NextFireAt.UnixMilli(), err, base+int64(i)+1)
+			}
+		}
+		for i := range n {
+			fire := base + int64(i) + 1
+			m.SetTime(time.UnixMilli(fire - 1))
+			if _, err := q.Promote(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if due, _ := rdb.LLen(ctx, q.keys.due).Result(); due != int64(i) {
+				t.Errorf("base %d: %d jobs due 1ms before job %d's fire time, want %d", base, due, i, i)
+			}
+			m.SetTime(time.UnixMilli(fire))
+			if _, err := q.Promote(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if due, _ := rdb.LLen(ctx, q.keys.due).Result(); due != int64(i)+1 {
+				t.Errorf("base %d: %d jobs due at job %d's fire time, want %d", base, due, i, i+1)
+			}
+		}
+	}
 }
