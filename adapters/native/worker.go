@@ -12,6 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -62,8 +64,7 @@ type Worker struct {
 	reclaim     time.Duration
 	block       time.Duration
 	idlePoll    time.Duration
-	onError     func(error)
-	observer    observe.Observer
+	notify      notify.Notifier // the observer and error handler, told the same way on every adapter
 	reconnect   backoff.Policy
 	shutdown    time.Duration
 	key         func(*Job) backoff.Source
@@ -136,20 +137,22 @@ func WithReclaimInterval(d time.Duration) WorkerOption {
 	}
 }
 
-// WithErrorHandler sets a function told of every error the worker meets
+// WithErrorHandler sets the function told of every error the worker meets
 // outside a handler: Redis unreachable (the worker keeps retrying with its
-// reconnect backoff), a lease lost to a reclaim, an observer panic. It is
-// called from the worker's goroutines and must be safe for concurrent use.
+// reconnect backoff), a lease lost to a reclaim, a panic of user code it
+// recovered (an observer, key function or policy; an *observe.PanicError).
+// It is called from the worker's goroutines and must be safe for concurrent
+// use. nil, the default, logs each error with slog.Default at level Error.
 func WithErrorHandler(f func(error)) WorkerOption {
-	return func(w *Worker) error { w.onError = f; return nil }
+	return func(w *Worker) error { w.notify.OnError = f; return nil }
 }
 
 // WithObserver reports every attempt to o: AttemptStarted before the
 // handler runs (its context is the handler's), AttemptEnded once the
 // attempt's outcome is stored. Observer panics are recovered and reported
-// to the error handler.
+// to the error handler. nil, the default, reports to no observer.
 func WithObserver(o observe.Observer) WorkerOption {
-	return func(w *Worker) error { w.observer = o; return nil }
+	return func(w *Worker) error { w.notify.Observer = o; return nil }
 }
 
 // WithReconnectPolicy sets the backoff the worker waits between tries when
@@ -216,6 +219,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		shutdown:    10 * time.Second,
 		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
 		running:     map[string]*runningJob{},
+		notify:      notify.Notifier{Prefix: "native"},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -355,12 +359,12 @@ func (w *Worker) abandon() {
 	w.stopBackground()
 }
 
+// report hands err to the error handler, unless the worker was abandoned.
 func (w *Worker) report(err error) {
-	if err == nil || w.onError == nil || w.abandoned.Load() {
+	if err == nil || w.abandoned.Load() {
 		return
 	}
-	defer func() { _ = recover() }()
-	w.onError(err)
+	w.notify.Report(err)
 }
 
 // pause reports the failures-th consecutive failure of what, then waits
@@ -588,7 +592,7 @@ func (w *Worker) run(j *Job, token string) {
 
 	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
 		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
-	octx := w.observeStart(ctx, a)
+	octx := w.notify.Started(ctx, a)
 	err := w.call(octx, j)
 	if w.abandoned.Load() {
 		<-w.slots
@@ -623,7 +627,7 @@ func (w *Worker) run(j *Job, token string) {
 	} else if err != nil && len(res) >= 3 && parseInt(res[0]) == 1 {
 		result.FireAt = time.UnixMilli(parseInt(res[2]))
 	}
-	w.observeEnd(octx, a, result)
+	w.notify.Ended(octx, a, result)
 }
 
 // call runs the handler, turning a panic into a failed attempt.
@@ -654,18 +658,16 @@ func (w *Worker) decide(j *Job, err error) backoff.Decision {
 }
 
 // source returns j's jitter source: WithKey's choice, or backoff.Key(j.ID).
-func (w *Worker) source(j *Job) (src backoff.Source) {
+func (w *Worker) source(j *Job) backoff.Source {
 	if w.key == nil {
 		return backoff.Key(j.ID)
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			w.report(fmt.Errorf("native: key function panicked on job %q of queue %q, keying by job ID: %w",
-				j.ID, j.Queue, &PanicError{Value: v, Stack: debug.Stack()}))
-			src = backoff.Key(j.ID)
-		}
-	}()
-	return w.key(j)
+	src, err := safe.Value("key", backoff.Source{}, func() backoff.Source { return w.key(j) })
+	if err != nil {
+		w.report(fmt.Errorf("native: key function panicked on job %q of queue %q, keying by job ID: %w", j.ID, j.Queue, err))
+		return backoff.Key(j.ID)
+	}
+	return src
 }
 
 // finish runs a storing script, retrying with the reconnect backoff while
@@ -769,33 +771,4 @@ func (w *Worker) failArgs(id, token string, d backoff.Decision, maxAttempts int,
 		rec = 1
 	}
 	return []any{w.q.failFor.Milliseconds(), w.q.failMost, id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
-}
-
-func (w *Worker) observeStart(ctx context.Context, a observe.Attempt) (out context.Context) {
-	if w.observer == nil {
-		return ctx
-	}
-	out = ctx
-	defer func() {
-		if v := recover(); v != nil {
-			out = ctx
-			w.report(fmt.Errorf("native: observer AttemptStarted panicked: %v", v))
-		}
-	}()
-	if c := w.observer.AttemptStarted(ctx, a); c != nil {
-		out = c
-	}
-	return out
-}
-
-func (w *Worker) observeEnd(ctx context.Context, a observe.Attempt, r observe.Result) {
-	if w.observer == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			w.report(fmt.Errorf("native: observer AttemptEnded panicked: %v", v))
-		}
-	}()
-	w.observer.AttemptEnded(ctx, a, r)
 }
