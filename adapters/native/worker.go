@@ -20,6 +20,10 @@ import (
 // System is the observe.Attempt System this adapter reports.
 const System = "rebound"
 
+// DefaultFallbackDelay is the retry delay used when the worker's policy
+// panics, unless [WithFallbackDelay] sets another.
+const DefaultFallbackDelay = time.Minute
+
 // Job is one attempt of one job, as a [Handler] sees it.
 type Job struct {
 	// ID is the job's ID. Its retry jitter is keyed by it, backoff.Key(ID),
@@ -68,6 +72,7 @@ type Worker struct {
 	reconnect   backoff.Policy
 	shutdown    time.Duration
 	key         func(*Job) backoff.Source
+	fallback    time.Duration
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -197,6 +202,24 @@ func WithKey(f func(job *Job) backoff.Source) WorkerOption {
 	}
 }
 
+// WithFallbackDelay sets the retry delay used when deciding a failed
+// attempt panics: a policy whose Delay panics, or an error whose own
+// methods panic while the rule looks for [backoff.Permanent] or a
+// [backoff.RetryAfter] hint in it. The attempt is then still decided: a
+// permanent error stays permanent when that can be told, an attempt at the
+// job's cap is exhausted, and any other is retried after d. The panic is
+// reported to the error handler as an *observe.PanicError with Op
+// "policy". d must be positive; the default is [DefaultFallbackDelay].
+func WithFallbackDelay(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d <= 0 {
+			return fmt.Errorf("native: WithFallbackDelay: %s is not positive, want > 0", d)
+		}
+		w.fallback = d
+		return nil
+	}
+}
+
 // NewWorker returns a worker that runs q's jobs with h under rule: rule's
 // policy sizes every retry delay (keyed by the job ID unless [WithKey]
 // says otherwise) and its MaxAttempts
@@ -220,6 +243,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
 		running:     map[string]*runningJob{},
 		notify:      notify.Notifier{Prefix: "native"},
+		fallback:    DefaultFallbackDelay,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -641,7 +665,10 @@ func (w *Worker) call(ctx context.Context, j *Job) (err error) {
 }
 
 // decide is the worker's retry hook: the rule (with the job's own cap) for
-// the failed attempt j.Attempt, jitter keyed by [Worker.source].
+// the failed attempt j.Attempt, jitter keyed by [Worker.source]. It never
+// panics: a panic while deciding (a policy's Delay, or errors.As walking a
+// hostile error) is reported and the attempt decided by [Worker.fallback].
+// A retry's delay is clamped to MaxDelay, as the fail script applies it.
 func (w *Worker) decide(j *Job, err error) backoff.Decision {
 	rule := w.rule
 	if j.MaxAttempts > 0 && j.MaxAttempts != rule.MaxAttempts() {
@@ -649,12 +676,31 @@ func (w *Worker) decide(j *Job, err error) backoff.Decision {
 			rule = r
 		}
 	}
-	d := rule.Decide(j.Attempt, err, w.source(j))
+	src := w.source(j)
+	d, perr := safe.Value("policy", backoff.Decision{}, func() backoff.Decision { return rule.Decide(j.Attempt, err, src) })
+	if perr != nil {
+		w.report(fmt.Errorf("native: deciding attempt %d of job %q on queue %q panicked, deciding with the fallback delay %s: %w",
+			j.Attempt, j.ID, j.Queue, w.fallback, perr))
+		d = w.fallbackDecision(j, rule, err)
+	}
 	if d.Retry() {
 		// What the fail script applies, and so what observers are told.
 		d.Delay = clampDelay(d.Delay)
 	}
 	return d
+}
+
+// fallbackDecision decides failed attempt j.Attempt without the policy:
+// permanent if err can be told to be, exhausted at the rule's cap, else a
+// retry after the fallback delay.
+func (w *Worker) fallbackDecision(j *Job, rule backoff.Rule, err error) backoff.Decision {
+	if perm, perr := safe.Value("policy", false, func() bool { return backoff.IsPermanent(err) }); perr == nil && perm {
+		return backoff.Decision{Outcome: backoff.OutcomePermanent}
+	}
+	if j.Attempt >= rule.MaxAttempts() {
+		return backoff.Decision{Outcome: backoff.OutcomeExhausted}
+	}
+	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: w.fallback}
 }
 
 // source returns j's jitter source: WithKey's choice, or backoff.Key(j.ID).
