@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -314,6 +316,69 @@ func TestReclaimDecidingPanicUsesFallback(t *testing.T) {
 		near(t, "the reclaimed job's fire time", info.NextFireAt, time.Now().Add(time.Hour), time.Minute)
 		if panics.Load() != 1 {
 			t.Errorf("%d panics reported, want 1", panics.Load())
+		}
+	})
+}
+
+// textBomb is an error whose Error method panics.
+type textBomb struct{}
+
+func (textBomb) Error() string { panic("no text for you") }
+
+// typedNil is an error type whose nil pointer a handler may return by
+// mistake (var e *typedNil; return e): a non-nil error holding nil.
+type typedNil struct{ msg string }
+
+func (e *typedNil) Error() string { return e.msg }
+
+// An error whose Error method panics, a typed-nil error and a 1MB message
+// each fail one attempt like any error: the worker lives and the stored
+// message is readable, cut to MaxErrorBytes.
+func TestHostileHandlerErrors(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "hostileerr")
+		rec := &reboundtest.Recorder{}
+		huge := strings.Repeat("é", 1<<19) // 1MB of two-byte runes
+		startWorker(t, q, fixedRule(t, time.Millisecond, 1), func(ctx context.Context, j *Job) error {
+			switch j.ID {
+			case "panics":
+				return textBomb{}
+			case "typed-nil":
+				var e *typedNil
+				return e
+			case "huge":
+				return errors.New(huge)
+			}
+			return errors.New("plain \xff bytes")
+		}, WithObserver(rec))
+		for _, c := range []struct{ id, want string }{
+			{"panics", "native.textBomb (its Error method panicked: no text for you)"},
+			{"typed-nil", "(*native.typedNil)(nil)"},
+			{"huge", ""},
+			{"plain", "plain \uFFFD bytes"},
+		} {
+			if _, err := q.Enqueue(ctx, nil, WithID(c.id)); err != nil {
+				t.Fatal(err)
+			}
+			info := waitState(t, q, c.id, StateFailed, 5*time.Second)
+			if info.Attempts != 1 {
+				t.Errorf("job %s took %d attempts, want 1", c.id, info.Attempts)
+			}
+			if !utf8.ValidString(info.LastError) || len(info.LastError) > MaxErrorBytes {
+				t.Errorf("job %s: stored error of %d bytes (valid UTF-8: %v), want at most %d of valid UTF-8",
+					c.id, len(info.LastError), utf8.ValidString(info.LastError), MaxErrorBytes)
+			}
+			if c.want != "" && info.LastError != c.want {
+				t.Errorf("job %s: stored error %q, want %q", c.id, info.LastError, c.want)
+			}
+			if c.id == "huge" && (!strings.HasPrefix(info.LastError, "éé") || !strings.HasSuffix(info.LastError, "bytes truncated]")) {
+				t.Errorf("job huge: stored error %q...%q, want the message's start and a truncation note", info.LastError[:10], info.LastError[len(info.LastError)-30:])
+			}
+			evs := waitEnded(t, rec, c.id, 1)
+			if r := evs[0].Result; r.Err == nil || r.Decision.Outcome != backoff.OutcomeExhausted {
+				t.Errorf("job %s: observer told %+v, want a failed, exhausted attempt", c.id, r)
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,12 @@ import (
 
 // System is the observe.Attempt System this adapter reports.
 const System = "rebound"
+
+// MaxErrorBytes is the most bytes of a failed attempt's error text the
+// queue stores with the job (see [JobInfo].LastError): a longer text is
+// cut, on a UTF-8 boundary, with a note of how many bytes were dropped, so
+// that a huge error cannot bloat the job's record.
+const MaxErrorBytes = 8 << 10
 
 // DefaultFallbackDelay is the retry delay used when the worker's policy
 // panics, unless [WithFallbackDelay] sets another.
@@ -635,7 +642,7 @@ func (w *Worker) run(j *Job, token string) {
 	if err != nil {
 		result.Err = err
 		result.Decision = w.decide(j, err)
-		s, keys, args = scriptFail, w.failKeys(), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+		s, keys, args = scriptFail, w.failKeys(), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, errorText(err), meta, false)
 	}
 	// Hand the outcome over, then free the slot: the fetch loop, woken by
 	// the free slot, stores the outcome in the same round trip as the
@@ -755,6 +762,13 @@ func (w *Worker) finish(id string, first *finishReq, call func(ctx context.Conte
 			return nil, err
 		}
 	}
+}
+
+// errorText is the text stored for a failed attempt's error: err.Error()
+// even when that panics or err is a typed nil (internal/safe), made valid
+// UTF-8 and cut to MaxErrorBytes.
+func errorText(err error) string {
+	return safe.Truncate(strings.ToValidUTF8(safe.Message(err), "\uFFFD"), MaxErrorBytes)
 }
 
 // isTransient reports whether a Redis error reply is worth retrying.
