@@ -125,11 +125,17 @@ func (w *Worker) renewLoop() {
 				}
 				id, token := fmt.Sprint(batch[1+2*i]), fmt.Sprint(batch[2+2*i])
 				w.mu.Lock()
-				if rj := w.running[token]; rj != nil && rj.cancel != nil {
+				rj := w.running[token]
+				lost := rj != nil && !rj.ended.Load()
+				if lost && rj.cancel != nil {
 					rj.cancel(ErrLeaseLost)
 				}
 				w.mu.Unlock()
-				w.report(fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id))
+				// A job whose outcome was stored since the renewal was
+				// sent has given its lease back, not lost it.
+				if lost {
+					w.report(fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id))
+				}
 			}
 		}
 	}

@@ -382,3 +382,47 @@ func TestHostileHandlerErrors(t *testing.T) {
 		}
 	})
 }
+
+// No false alarms: with leases renewed often and jobs ending all the time,
+// and no worker losing anything, no lease is reported lost.
+func TestNoFalseLeaseLost(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "nofalse")
+		var lost, other atomic.Int32
+		startWorker(t, q, fixedRule(t, time.Millisecond, 3), func(ctx context.Context, j *Job) error {
+			time.Sleep(time.Duration(j.Payload[0]) * 100 * time.Microsecond)
+			return nil
+		}, WithConcurrency(20), WithLease(50*time.Millisecond), WithErrorHandler(func(err error) {
+			if errors.Is(err, ErrLeaseLost) {
+				lost.Add(1)
+			} else {
+				other.Add(1)
+				t.Logf("worker: %v", err)
+			}
+		}))
+		n := 1500
+		if strings.Contains(t.Name(), "miniredis") {
+			n = 500 // every script is interpreted in Go there
+		}
+		for i := range n {
+			if _, err := q.Enqueue(ctx, []byte{byte(i % 20)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			c, err := q.Counts(ctx)
+			if err == nil && c.Completed == int64(n) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("counts %+v (%v), want %d completed", c, err, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if lost.Load() != 0 {
+			t.Errorf("%d leases reported lost in %d jobs, none of which lost its lease", lost.Load(), n)
+		}
+	})
+}

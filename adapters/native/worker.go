@@ -107,6 +107,10 @@ type runningJob struct {
 	id     string
 	token  string
 	cancel context.CancelCauseFunc
+	// ended is set once the attempt's outcome is handed over to be
+	// stored: from then on the lease is released by that outcome, and a
+	// renewal that finds it gone has not lost it.
+	ended atomic.Bool
 }
 
 // A WorkerOption configures a [Worker].
@@ -637,6 +641,9 @@ func (w *Worker) run(j *Job, token string) {
 		// Unchanged: the scripts then rewrite only what leads the record.
 		meta = keepMeta
 	}
+	w.mu.Lock()
+	w.running[token].ended.Store(true)
+	w.mu.Unlock()
 	var result observe.Result
 	s, keys, args := scriptComplete, w.completeKeys(), w.completeArgs(j.ID, token, meta)
 	if err != nil {
