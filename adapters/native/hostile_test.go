@@ -426,3 +426,83 @@ func TestNoFalseLeaseLost(t *testing.T) {
 		}
 	})
 }
+
+// forceReclaim makes the lease of running job id expire and reclaims it
+// with w, retrying while the job's own worker renews the lease in between.
+func forceReclaim(t *testing.T, rdb redis.UniversalClient, q *Queue, w *Worker, id string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := rdb.ZAddXX(ctx, q.keys.active, redis.Z{Score: 0, Member: id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.reclaimOnce(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := q.Job(ctx, id); err == nil && info.State != StateActive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s was never reclaimed", id)
+		}
+	}
+}
+
+// A worker whose job was reclaimed while its handler ran learns that its
+// lease is gone: its outcome is refused (ErrLeaseLost, reported once),
+// and observers are told what the engine applied to that attempt (the
+// reclaim's failure and retry), never the stale worker's success.
+func TestStaleWorkerIsToldTheTruth(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		for _, by := range []string{"another worker", "its own worker"} {
+			t.Run(strings.ReplaceAll(by, " ", "-"), func(t *testing.T) {
+				ctx := context.Background()
+				q := newQueue(t, rdb, prefix, "stale-"+strings.ReplaceAll(by, " ", "-"))
+				rec := &reboundtest.Recorder{}
+				var lost atomic.Int32
+				started := make(chan struct{}, 1)
+				release := make(chan struct{})
+				rule := fixedRule(t, 20*time.Millisecond, 3)
+				w := startWorker(t, q, rule, func(ctx context.Context, j *Job) error {
+					if j.Attempt == 1 {
+						started <- struct{}{}
+						<-release // ignores its context: a stale worker
+					}
+					return nil
+				}, WithObserver(rec), WithLease(time.Second), WithErrorHandler(func(err error) {
+					if errors.Is(err, ErrLeaseLost) {
+						lost.Add(1)
+					} else {
+						t.Logf("worker: %v", err)
+					}
+				}))
+				reclaimer := w
+				if by == "another worker" {
+					reclaimer = idle(t, q, rule, WithObserver(rec))
+				}
+				if _, err := q.Enqueue(ctx, nil, WithID("s")); err != nil {
+					t.Fatal(err)
+				}
+				<-started
+				forceReclaim(t, rdb, q, reclaimer, "s")
+				close(release)
+				waitState(t, q, "s", StateCompleted, 5*time.Second)
+				waitEnded(t, rec, "s", 2)
+				if got, want := rec.Story("s"), "1 retry 20ms\n2 success"; got != want {
+					t.Errorf("story:\n%s\nwant\n%s", got, want)
+				}
+				if ev := rec.Job("s")[0]; !errors.Is(ev.Result.Err, ErrLeaseExpired) {
+					t.Errorf("attempt 1 ended with %v, want ErrLeaseExpired", ev.Result.Err)
+				}
+				if p := rec.Problems(); len(p) > 0 {
+					t.Errorf("recorder problems: %v", p)
+				}
+				time.Sleep(50 * time.Millisecond)
+				if lost.Load() != 1 {
+					t.Errorf("ErrLeaseLost reported %d times, want once", lost.Load())
+				}
+			})
+		}
+	})
+}

@@ -149,12 +149,12 @@ func TestStaleWorkerAfterReclaim(t *testing.T) {
 		if j.Attempt != 2 || newTok == oldTok {
 			t.Fatalf("re-reserved attempt %d token %s (old %s); want attempt 2 and a new token", j.Attempt, newTok, oldTok)
 		}
+		// The reclaim ended the old token's attempt, not its worker: the
+		// stale worker's own outcome is refused as stale, never taken for
+		// one it already stored.
 		_, err := w.finish(id, nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, oldTok, "") })
-		// The old token finished the reclaim (it is the job's last
-		// finishing token), so the stale call is told "already applied"
-		// and changes nothing; a different stale token is refused.
-		if err != nil {
-			t.Errorf("stale complete with the reclaimed token: %v, want a no-op", err)
+		if !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("stale complete with the reclaimed token: %v, want ErrLeaseLost", err)
 		}
 		_, err = w.finish(id, nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, "12345", "") })
 		if !errors.Is(err, ErrLeaseLost) {

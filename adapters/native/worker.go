@@ -103,14 +103,26 @@ type Worker struct {
 	running map[string]*runningJob
 }
 
+// runningJob is one attempt this worker holds the lease of, from its
+// reservation until its end is stored and reported.
 type runningJob struct {
-	id     string
-	token  string
-	cancel context.CancelCauseFunc
-	// ended is set once the attempt's outcome is handed over to be
-	// stored: from then on the lease is released by that outcome, and a
-	// renewal that finds it gone has not lost it.
+	id    string
+	token string
+	job   *Job
+	// Set by run, under Worker.mu, once the attempt has started: the
+	// handler's cancel, and the context and attempt the observer was told
+	// of (its end is reported with them).
+	cancel  context.CancelCauseFunc
+	ctx     context.Context
+	attempt observe.Attempt
+	// ended is set by whoever ends the attempt, once: from then on the
+	// lease is released by that end, and a renewal that finds it gone has
+	// not lost it.
 	ended atomic.Bool
+	// lost is set once the lease is known to be gone (reclaimed): the
+	// attempt's end was stored and reported by the reclaim, and the loss
+	// reported to the error handler once.
+	lost atomic.Bool
 }
 
 // A WorkerOption configures a [Worker].
@@ -471,7 +483,7 @@ func (w *Worker) fetchLoop() {
 			w.sendBatch(outs)
 			continue
 		}
-		jobs, tokens, due, err := w.reserveWith(n, outs)
+		jobs, due, err := w.reserveWith(n, outs)
 		for range n - len(jobs) {
 			<-w.slots
 		}
@@ -483,9 +495,9 @@ func (w *Worker) fetchLoop() {
 			continue
 		}
 		failures = 0
-		for i, j := range jobs {
+		for _, rj := range jobs {
 			w.handlers.Add(1)
-			go w.run(j, tokens[i])
+			go w.run(rj)
 		}
 		if len(jobs) == n {
 			continue
@@ -536,9 +548,10 @@ const reserveBatch = 1000
 
 // reserveWith runs the reserve script for up to n jobs, which come back
 // with their records in the same reply, after storing the outcomes in outs
-// in the same round trip. due is when, by the local clock, the earliest
+// in the same round trip. The jobs are registered as running, their leases
+// renewed from here on. due is when, by the local clock, the earliest
 // delayed job becomes due (taken as the reply arrives).
-func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.Time, error) {
+func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time, error) {
 	k := w.q.keys
 	ctx := context.Background()
 	keys := []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due}
@@ -561,17 +574,16 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.T
 		}
 	}
 	if err != nil {
-		return nil, nil, time.Time{}, err
+		return nil, time.Time{}, err
 	}
 	if len(res) < 2 {
-		return nil, nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
+		return nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
 	}
 	due := time.Now().Add(w.idlePoll)
 	if next := parseInt(res[1]); next >= 0 {
 		due = time.Now().Add(max(time.Duration(next*1000-parseInt(res[0]))*time.Microsecond, 0))
 	}
-	var jobs []*Job
-	var tokens []string
+	var jobs []*runningJob
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := 2; i+2 < len(res); i += 3 {
@@ -588,11 +600,11 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.T
 		}
 		// The job is leased to us from here on: register it so its lease
 		// is renewed.
-		w.running[token] = &runningJob{id: id, token: token}
-		jobs = append(jobs, w.newJob(id, rec.attempts, rec))
-		tokens = append(tokens, token)
+		rj := &runningJob{id: id, token: token, job: w.newJob(id, rec.attempts, rec)}
+		w.running[token] = rj
+		jobs = append(jobs, rj)
 	}
-	return jobs, tokens, due, nil
+	return jobs, due, nil
 }
 
 // newJob builds attempt number attempt of job id from its record.
@@ -606,31 +618,34 @@ func (w *Worker) newJob(id string, attempt int, r record) *Job {
 }
 
 // run runs one attempt and stores its outcome.
-func (w *Worker) run(j *Job, token string) {
-	defer w.handlers.Done()
+func (w *Worker) run(rj *runningJob) {
+	j := rj.job
 	// The handler's context hangs off no parent (a child of hardCtx would
 	// register with it, under its lock, once per job); stopHandlers cancels
 	// it instead, and a job that starts after that is cancelled here.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
+		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
+	octx := w.notify.Started(ctx, a)
 	w.mu.Lock()
-	w.running[token].cancel = cancel
+	rj.cancel, rj.ctx, rj.attempt = cancel, octx, a
 	if w.hardCtx.Err() != nil {
 		cancel(context.Cause(w.hardCtx))
 	}
 	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, token)
-		w.mu.Unlock()
-	}()
 
-	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
-		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
-	octx := w.notify.Started(ctx, a)
-	err := w.call(octx, j)
-	if w.abandoned.Load() {
-		<-w.slots
+	var err error
+	if !rj.lost.Load() {
+		err = w.call(octx, j)
+	}
+	if !rj.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if w.abandoned.Load() || rj.lost.Load() {
+		// A crash stores nothing; a lost lease's attempt was ended, stored
+		// and reported by the reclaim that took it.
+		w.letGo(rj, true)
 		return
 	}
 	meta, merr := encodeMeta(j.Metadata)
@@ -641,31 +656,88 @@ func (w *Worker) run(j *Job, token string) {
 		// Unchanged: the scripts then rewrite only what leads the record.
 		meta = keepMeta
 	}
-	w.mu.Lock()
-	w.running[token].ended.Store(true)
-	w.mu.Unlock()
-	var result observe.Result
-	s, keys, args := scriptComplete, w.completeKeys(), w.completeArgs(j.ID, token, meta)
-	if err != nil {
-		result.Err = err
-		result.Decision = w.decide(j, err)
-		s, keys, args = scriptFail, w.failKeys(), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, errorText(err), meta, false)
+	if err == nil {
+		w.store(rj, scriptComplete, w.completeKeys(), w.completeArgs(j.ID, rj.token, meta), observe.Result{})
+		return
 	}
+	d := w.decide(j, err)
+	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(err), meta, false),
+		observe.Result{Err: err, Decision: d})
+}
+
+// store ends rj's attempt with one outcome call (complete or fail, with
+// keys and args) and tells the observer what the script applied (result,
+// the attempt's error and decision, completed by the script's reply).
+func (w *Worker) store(rj *runningJob, s *redis.Script, keys []string, args []any, result observe.Result) {
 	// Hand the outcome over, then free the slot: the fetch loop, woken by
 	// the free slot, stores the outcome in the same round trip as the
 	// reserve that refills it. (Concurrency bounds running handlers;
 	// Shutdown still waits for every outcome to be stored.)
 	first := w.post(s, keys, args)
 	<-w.slots
-	res, ferr := w.finish(j.ID, first, func(ctx context.Context) ([]any, error) {
+	res, err := w.finish(rj.id, first, func(ctx context.Context) ([]any, error) {
 		return w.submit(ctx, s, keys, args...)
 	})
-	if ferr != nil {
-		w.report(ferr)
-	} else if err != nil && len(res) >= 3 && parseInt(res[0]) == 1 {
-		result.FireAt = time.UnixMilli(parseInt(res[2]))
+	w.letGo(rj, false)
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		// Reclaimed meanwhile: the reclaim stored and reported this
+		// attempt's end, and the outcome here changed nothing.
+		w.leaseLost(rj)
+	case err != nil:
+		// Not stored (or not known to be): the lease runs out and the
+		// reclaim that ends the attempt reports it.
+		w.report(err)
+	default:
+		w.notify.Ended(rj.ctx, rj.attempt, applied(s, result, res))
 	}
-	w.notify.Ended(octx, a, result)
+	w.handlers.Done()
+}
+
+// letGo forgets an ended attempt: it no longer holds a lease to renew. With
+// slot, it also frees the attempt's slot and marks its handler done (store
+// does both itself, at its own time).
+func (w *Worker) letGo(rj *runningJob, slot bool) {
+	w.mu.Lock()
+	delete(w.running, rj.token)
+	w.mu.Unlock()
+	if slot {
+		<-w.slots
+		w.handlers.Done()
+	}
+}
+
+// leaseLost reports, once per attempt, that rj's lease was lost.
+func (w *Worker) leaseLost(rj *runningJob) {
+	if !rj.lost.Swap(true) {
+		w.report(fmt.Errorf("%w (queue %q, job %q, attempt %d)", ErrLeaseLost, w.q.name, rj.id, rj.job.Attempt))
+	}
+}
+
+// applied completes the result of an attempt ended by script s with what
+// the script's reply res says it applied: for a failure, whether the job
+// was retried (and when) or failed for good.
+func applied(s *redis.Script, r observe.Result, res []any) observe.Result {
+	if s != scriptFail {
+		return r
+	}
+	switch parseInt(res[0]) {
+	case 1:
+		if len(res) >= 3 {
+			r.FireAt = time.UnixMilli(parseInt(res[2]))
+		}
+	case 2:
+		if r.Decision.Outcome != backoff.OutcomePermanent {
+			r.Decision = backoff.Decision{Outcome: backoff.OutcomeExhausted}
+		}
+	case 0:
+		// Stored by an earlier try whose reply was lost: the decision is
+		// the one sent, its fire time known only roughly.
+		if r.Decision.Retry() {
+			r.FireAt = time.Now().Add(r.Decision.Delay)
+		}
+	}
+	return r
 }
 
 // call runs the handler, turning a panic into a failed attempt.

@@ -56,7 +56,15 @@ for k, id in ipairs(ids) do
     ended[id] = token
     done[#done + 1] = id
     stored[#stored + 1] = id
-    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, token, ARGV[a + 6], ARGV[a + 7])
+    -- A reclaim ends the attempt of another reservation, whose worker may
+    -- still come back with its own outcome: it must be told its lease is
+    -- gone, not that its outcome was stored, so the reclaim does not
+    -- record that reservation's token as the one that ended the attempt.
+    local ftok = token
+    if ARGV[a + 8] == '1' then
+      ftok = ''
+    end
+    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, ftok, ARGV[a + 6], ARGV[a + 7])
   end
 end
 if #done == 0 then
