@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -177,6 +176,8 @@ func WithMaxAttempts(n int) EnqueueOption {
 
 // WithMetadata sets the job's initial metadata, the string map that travels
 // with the job from attempt to attempt (observers keep trace context in it).
+// Keys and values may hold any bytes, UTF-8 or not: they are stored and
+// handed back exactly as given.
 func WithMetadata(m map[string]string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		o.meta = make(map[string]string, len(m))
@@ -206,10 +207,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if o.id == "" {
 		o.id = newID()
 	}
-	meta, err := encodeMeta(o.meta)
-	if err != nil {
-		return "", err
-	}
+	meta := encodeMeta(o.meta)
 	k := q.keys
 	res, err := scriptEnqueue.Run(ctx, q.rdb,
 		[]string{k.jobs, k.wait, k.delayed, k.marker, k.counter},
@@ -241,25 +239,6 @@ func ceilMicros(d time.Duration) int64 {
 		us++
 	}
 	return us
-}
-
-func encodeMeta(m map[string]string) (string, error) {
-	if len(m) == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("native: encode metadata: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeMeta(s string) map[string]string {
-	m := map[string]string{}
-	if s != "" {
-		_ = json.Unmarshal([]byte(s), &m)
-	}
-	return m
 }
 
 func parseInt(v any) int64 {

@@ -648,11 +648,8 @@ func (w *Worker) run(rj *runningJob) {
 		w.letGo(rj, true)
 		return
 	}
-	meta, merr := encodeMeta(j.Metadata)
-	if merr != nil {
-		w.report(merr)
-		meta = keepMeta
-	} else if meta == j.storedMeta {
+	meta := encodeMeta(j.Metadata)
+	if meta == j.storedMeta {
 		// Unchanged: the scripts then rewrite only what leads the record.
 		meta = keepMeta
 	}

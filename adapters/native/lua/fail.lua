@@ -9,7 +9,7 @@
 -- ARGV: 1 failed retention ms (> 0), 2 most failed jobs kept (-1 = no
 --       count limit), then for each job: id, lease token, delay
 --       (microseconds), permanent (1/0), max attempts, error text,
---       metadata (JSON; "-" keeps the stored one), reclaim (1: only if the
+--       metadata (packed by the host; "-" keeps the stored one), reclaim (1: only if the
 --       lease has expired)
 -- Returns one reply per job, in order: {1, attempts, fire_ms} retried;
 -- {2, attempts, finished_ms} failed; {0} already finished with this token;
