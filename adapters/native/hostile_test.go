@@ -567,3 +567,16 @@ func TestMetadataPacking(t *testing.T) {
 		t.Errorf("empty metadata decoded to %#v, want an empty, non-nil map", got)
 	}
 }
+
+// A typed-nil client (a nil *redis.Client in the interface) is refused like
+// a nil one, not accepted to panic at the first Enqueue.
+func TestNewQueueRefusesTypedNilClient(t *testing.T) {
+	var c *redis.Client
+	var cc *redis.ClusterClient
+	for _, rdb := range []redis.UniversalClient{c, cc} {
+		q, err := NewQueue(rdb, "q")
+		if err == nil || !strings.Contains(err.Error(), "redis client is nil") {
+			t.Errorf("NewQueue(%T(nil)) = %v, %v; want an error saying the client is nil", rdb, q, err)
+		}
+	}
+}

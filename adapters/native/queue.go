@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -96,7 +97,7 @@ func checkRetention(set string, keepFor time.Duration, most int) error {
 // node, Sentinel or Cluster client. Any name is allowed, braces and colons
 // included; it is escaped inside the key's hash tag.
 func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Queue, error) {
-	if rdb == nil {
+	if isNil(rdb) {
 		return nil, errors.New("native: redis client is nil, want a redis.UniversalClient")
 	}
 	q := &Queue{rdb: rdb, name: name, prefix: DefaultPrefix, maxPayload: DefaultMaxPayload,
@@ -114,6 +115,16 @@ func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Que
 	}
 	q.keys = newKeys(q.prefix, name)
 	return q, nil
+}
+
+// isNil reports whether rdb is nil or holds a nil pointer (a typed nil such
+// as a nil *redis.Client), whose first command would panic.
+func isNil(rdb redis.UniversalClient) bool {
+	if rdb == nil {
+		return true
+	}
+	v := reflect.ValueOf(rdb)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Name returns the queue's name.
