@@ -86,8 +86,9 @@
 // checked and stored in turn as if alone), fail (the same batching for
 // failed attempts: attempts check, counter, error, move to delayed or
 // failed), promote (the due sweep), reclaim (list
-// expired leases; each is then failed with a delay the host computed) and
-// extend (renew leases).
+// expired leases; each is then failed with a delay the host computed),
+// extend (renew leases) and release (put back, uncounted, the jobs of
+// handlers cut short by Shutdown).
 //
 // # Waiting
 //

@@ -20,6 +20,11 @@ var (
 	// stopped renewing its lease (it crashed, hung or lost Redis). The
 	// attempt counts, and the job waits its backoff like any failure.
 	ErrLeaseExpired = errors.New("native: lease expired: the worker stopped renewing it (crashed, hung or cut off)")
+	// ErrShutdown is the cause a handler's context is cancelled with when
+	// [Worker.Shutdown]'s deadline passes while it runs, and the error
+	// observers are told for such an interrupted attempt. The attempt does
+	// not count: its job runs again.
+	ErrShutdown = errors.New("native: worker shut down before the handler returned")
 )
 
 // PayloadTooLargeError is returned by [Queue.Enqueue] for a payload above

@@ -422,8 +422,21 @@ func TestNoFalseLeaseLost(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		if lost.Load() != 0 {
-			t.Errorf("%d leases reported lost in %d jobs, none of which lost its lease", lost.Load(), n)
+		// A renewal held up past the short lease (a loaded machine, the
+		// race detector) really loses it: the reclaim leaves its mark in
+		// the job's record. Only those may be reported.
+		recs, err := rdb.HGetAll(ctx, q.keys.jobs).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		reclaimed := 0
+		for _, r := range recs {
+			if rec, err := decodeRecord(r); err == nil && rec.err == ErrLeaseExpired.Error() {
+				reclaimed++
+			}
+		}
+		if int(lost.Load()) != reclaimed {
+			t.Errorf("%d leases reported lost in %d jobs, of which %d lost their lease", lost.Load(), n, reclaimed)
 		}
 	})
 }

@@ -196,7 +196,8 @@ func WithReconnectPolicy(p backoff.Policy) WorkerOption {
 }
 
 // WithShutdownTimeout sets how long [Worker.Run] lets running handlers
-// finish once its context ends (default 10s).
+// finish once its context ends (default 10s); the jobs of handlers still
+// running then go back to the queue uncounted (see [Worker.Shutdown]).
 func WithShutdownTimeout(d time.Duration) WorkerOption {
 	return func(w *Worker) error {
 		if d < 0 {
@@ -342,15 +343,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	return w.Shutdown(sctx)
 }
 
-// errShutdown is the cause handler contexts are cancelled with when the
-// shutdown deadline passes.
-var errShutdown = errors.New("native: worker shut down before the handler returned")
-
 // Shutdown stops taking jobs and waits for running handlers to finish and
 // their outcome to be stored. When ctx ends first, the handlers' contexts
-// are cancelled and Shutdown returns ctx's error without waiting further; a
-// handler still running then loses its lease and its job is reclaimed (the
-// attempt counts).
+// are cancelled with [ErrShutdown] and their jobs put back in the queue at
+// once, in one round trip, without using up an attempt: they run again
+// first, with the same attempt number, and observers are told the attempt
+// was interrupted (observe.Interrupted). A handler that returns after that
+// stores nothing (and one that returns an error once its context was
+// cancelled by Shutdown is interrupted the same way). Shutdown then
+// returns ctx's error.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	if !w.started.Load() {
 		return nil
@@ -365,7 +366,10 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		w.stopHandlers(errShutdown)
+		w.stopHandlers(ErrShutdown)
+		w.interrupt()
+		// What is left are attempts whose outcome is being stored.
+		<-done
 	}
 	w.stopBackground()
 	if err == nil {
@@ -402,7 +406,7 @@ func (w *Worker) stopBackground() {
 func (w *Worker) abandon() {
 	w.abandoned.Store(true)
 	w.stopOnce.Do(func() { close(w.stop) })
-	w.stopHandlers(errShutdown)
+	w.stopHandlers(ErrShutdown)
 	w.stopBackground()
 }
 
@@ -634,13 +638,19 @@ func (w *Worker) run(rj *runningJob) {
 		cancel(context.Cause(w.hardCtx))
 	}
 	w.mu.Unlock()
+	if rj.ended.Load() {
+		// Shutdown put the job back before its handler started: the
+		// observer was told it started, so tell it how it ended.
+		w.notify.Ended(octx, a, interrupted(ErrShutdown, time.Now()))
+		return
+	}
 
 	var err error
 	if !rj.lost.Load() {
 		err = w.call(octx, j)
 	}
 	if !rj.ended.CompareAndSwap(false, true) {
-		return
+		return // ended without the handler (Shutdown's deadline passed)
 	}
 	if w.abandoned.Load() || rj.lost.Load() {
 		// A crash stores nothing; a lost lease's attempt was ended, stored
@@ -655,6 +665,11 @@ func (w *Worker) run(rj *runningJob) {
 	}
 	if err == nil {
 		w.store(rj, scriptComplete, w.completeKeys(), w.completeArgs(j.ID, rj.token, meta), observe.Result{})
+		return
+	}
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		// Cut short by Shutdown: the job goes back, this run uncounted.
+		w.store(rj, scriptRelease, w.q.keys.releaseKeys, []any{j.ID, rj.token, meta}, interrupted(err, time.Time{}))
 		return
 	}
 	d := w.decide(j, err)
@@ -676,6 +691,15 @@ func (w *Worker) store(rj *runningJob, s *redis.Script, keys []string, args []an
 		return w.submit(ctx, s, keys, args...)
 	})
 	w.letGo(rj, false)
+	w.tell(rj, rj.ctx, rj.attempt, s, result, res, err)
+	w.handlers.Done()
+}
+
+// tell reports how an attempt ended once the script s that ended it has
+// answered (res, or err: a failed call or a refusal, see Worker.finish):
+// to the observer what the script applied, or to the error handler why
+// nothing was applied.
+func (w *Worker) tell(rj *runningJob, ctx context.Context, a observe.Attempt, s *redis.Script, result observe.Result, res []any, err error) {
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		// Reclaimed meanwhile: the reclaim stored and reported this
@@ -686,9 +710,57 @@ func (w *Worker) store(rj *runningJob, s *redis.Script, keys []string, args []an
 		// reclaim that ends the attempt reports it.
 		w.report(err)
 	default:
-		w.notify.Ended(rj.ctx, rj.attempt, applied(s, result, res))
+		w.notify.Ended(ctx, a, applied(s, result, res))
 	}
-	w.handlers.Done()
+}
+
+// interrupted is the result of a run cut short by Shutdown, with the
+// handler's error err: it does not count, and the job runs again at once
+// (at fireAt, when the release script's answer is known).
+func interrupted(err error, fireAt time.Time) observe.Result {
+	return observe.Result{Err: err, Counting: observe.Interrupted,
+		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry}, FireAt: fireAt}
+}
+
+// interrupt ends the attempts of the handlers still running when
+// Shutdown's deadline passed: their jobs go back to the queue in one round
+// trip, uncounted (release), and observers are told they were
+// interrupted. A handler that returns later finds its attempt ended and
+// stores nothing. The round trip is not retried: if it fails, the leases
+// run out and the jobs are reclaimed, the attempts counted.
+func (w *Worker) interrupt() {
+	type cut struct {
+		rj      *runningJob
+		ctx     context.Context
+		a       observe.Attempt
+		started bool
+	}
+	var cuts []cut
+	w.mu.Lock()
+	for _, rj := range w.running {
+		if rj.ended.CompareAndSwap(false, true) {
+			cuts = append(cuts, cut{rj, rj.ctx, rj.attempt, rj.cancel != nil})
+		}
+	}
+	w.mu.Unlock()
+	if len(cuts) == 0 {
+		return
+	}
+	reqs := make([]*finishReq, len(cuts))
+	for i, c := range cuts {
+		reqs[i] = &finishReq{script: scriptRelease, keys: w.q.keys.releaseKeys,
+			args: []any{c.rj.id, c.rj.token, keepMeta}, done: make(chan finishRes, 1)}
+	}
+	w.sendBatch(reqs)
+	for i, c := range cuts {
+		out := <-reqs[i].done
+		w.letGo(c.rj, true)
+		err := w.refusal(c.rj.id, out.res, out.err)
+		if c.started || err != nil {
+			// One not started yet is told of by its own run.
+			w.tell(c.rj, c.ctx, c.a, scriptRelease, interrupted(ErrShutdown, time.Time{}), out.res, err)
+		}
+	}
 }
 
 // letGo forgets an ended attempt: it no longer holds a lease to renew. With
@@ -715,6 +787,13 @@ func (w *Worker) leaseLost(rj *runningJob) {
 // the script's reply res says it applied: for a failure, whether the job
 // was retried (and when) or failed for good.
 func applied(s *redis.Script, r observe.Result, res []any) observe.Result {
+	if s == scriptRelease {
+		r.FireAt = time.Now()
+		if parseInt(res[0]) == 1 && len(res) >= 2 {
+			r.FireAt = time.UnixMilli(parseInt(res[1]))
+		}
+		return r
+	}
 	if s != scriptFail {
 		return r
 	}
@@ -818,13 +897,7 @@ func (w *Worker) finish(id string, first *finishReq, call func(ctx context.Conte
 			cancel()
 		}
 		if err == nil {
-			switch parseInt(res[0]) {
-			case -1:
-				return res, fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id)
-			case -2:
-				return res, fmt.Errorf("%w (queue %q, job %q)", ErrNotFound, w.q.name, id)
-			}
-			return res, nil
+			return res, w.refusal(id, res, nil)
 		}
 		var rerr redis.Error
 		if errors.As(err, &rerr) && !isTransient(err) {
@@ -838,6 +911,22 @@ func (w *Worker) finish(id string, first *finishReq, call func(ctx context.Conte
 			return nil, err
 		}
 	}
+}
+
+// refusal turns an outcome script's reply res for job id into the error it
+// means, if any: err as it is, ErrLeaseLost for a stale lease, ErrNotFound
+// for an unknown job.
+func (w *Worker) refusal(id string, res []any, err error) error {
+	if err != nil {
+		return err
+	}
+	switch parseInt(res[0]) {
+	case -1:
+		return fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id)
+	case -2:
+		return fmt.Errorf("%w (queue %q, job %q)", ErrNotFound, w.q.name, id)
+	}
+	return nil
 }
 
 // errorText is the text stored for a failed attempt's error: err.Error()
