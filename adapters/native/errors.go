@@ -25,6 +25,10 @@ var (
 	// observers are told for such an interrupted attempt. The attempt does
 	// not count: its job runs again.
 	ErrShutdown = errors.New("native: worker shut down before the handler returned")
+	// ErrTimeout is the cause a handler's context is cancelled with at the
+	// attempt's deadline (see [WithTimeout]), and the error of an attempt
+	// whose handler had not returned by then.
+	ErrTimeout = errors.New("native: handler outlived its timeout")
 )
 
 // PayloadTooLargeError is returned by [Queue.Enqueue] for a payload above

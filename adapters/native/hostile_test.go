@@ -267,6 +267,7 @@ func TestDecidingPanicUsesFallback(t *testing.T) {
 		}
 		for _, id := range []string{"a", "b"} {
 			waitState(t, q, id, StateCompleted, 5*time.Second)
+			waitEnded(t, rec, id, 3)
 			if got, want := rec.Story(id), "1 retry 40ms\n2 retry 10ms\n3 success"; got != want {
 				t.Errorf("job %s:\n%s\nwant\n%s", id, got, want)
 			}
@@ -591,5 +592,96 @@ func TestNewQueueRefusesTypedNilClient(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "redis client is nil") {
 			t.Errorf("NewQueue(%T(nil)) = %v, %v; want an error saying the client is nil", rdb, q, err)
 		}
+	}
+}
+
+// WithTimeout gives each attempt a deadline: a handler still running at it
+// has failed that attempt (ErrTimeout, decided by the rule like any
+// failure), whether it honours its context or ignores it, and a handler
+// that ignores it does not hold the worker up: its slot is freed at the
+// deadline and whatever it returns later is not stored.
+func TestTimeout(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "timeout")
+		rec := &reboundtest.Recorder{}
+		var mu sync.Mutex
+		runs := map[string][]time.Time{}
+		ignored := make(chan struct{})
+		startWorker(t, q, fixedRule(t, 20*time.Millisecond, 3), func(ctx context.Context, j *Job) error {
+			mu.Lock()
+			runs[j.ID] = append(runs[j.ID], time.Now())
+			mu.Unlock()
+			if _, ok := ctx.Deadline(); !ok {
+				t.Errorf("job %s attempt %d: context has no deadline", j.ID, j.Attempt)
+			}
+			if j.Attempt > 1 || j.ID == "other" {
+				return nil
+			}
+			switch j.ID {
+			case "honours":
+				<-ctx.Done()
+				if !errors.Is(context.Cause(ctx), ErrTimeout) {
+					t.Errorf("cause %v, want ErrTimeout", context.Cause(ctx))
+				}
+				return ctx.Err()
+			case "ignores":
+				time.Sleep(600 * time.Millisecond)
+				j.Metadata.Set("late", "write")
+				close(ignored)
+			}
+			return nil // too late: the attempt failed at its deadline
+		}, WithObserver(rec), WithConcurrency(1), WithTimeout(150*time.Millisecond))
+		for _, id := range []string{"honours", "ignores", "other"} {
+			if _, err := q.Enqueue(ctx, nil, WithID(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, id := range []string{"honours", "ignores", "other"} {
+			info := waitState(t, q, id, StateCompleted, 10*time.Second)
+			want := "1 retry 20ms\n2 success"
+			if id == "other" {
+				want = "1 success"
+			} else if !strings.Contains(info.LastError, "timeout") {
+				t.Errorf("job %s: stored error %q, want the timeout", id, info.LastError)
+			}
+			waitEnded(t, rec, id, strings.Count(want, "\n")+1)
+			if got := rec.Story(id); got != want {
+				t.Errorf("job %s:\n%s\nwant\n%s", id, got, want)
+			}
+			if ev := rec.Job(id)[0]; id != "other" && !errors.Is(ev.Result.Err, ErrTimeout) {
+				t.Errorf("job %s: attempt 1 ended with %v, want ErrTimeout", id, ev.Result.Err)
+			}
+		}
+		// With one handler slot, the job after the one that ignored its
+		// deadline ran before that handler returned.
+		mu.Lock()
+		otherStart, ignoredStart := runs["other"][0], runs["ignores"][0]
+		mu.Unlock()
+		if otherStart.Sub(ignoredStart) > 450*time.Millisecond {
+			t.Errorf("the next job started %s after the handler that ignored its 150ms deadline, want the slot freed at the deadline", otherStart.Sub(ignoredStart))
+		}
+		<-ignored
+		time.Sleep(50 * time.Millisecond)
+		if info, _ := q.Job(ctx, "ignores"); info.Metadata["late"] != "" || info.Attempts != 2 {
+			t.Errorf("after the late return: %+v; want 2 attempts and nothing of the late handler stored", info)
+		}
+		if p := rec.Problems(); len(p) > 0 {
+			t.Errorf("recorder problems: %v", p)
+		}
+	})
+}
+
+func TestTimeoutOption(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	q, _ := NewQueue(rdb, "q")
+	h := func(context.Context, *Job) error { return nil }
+	if _, err := NewWorker(q, fixedRule(t, time.Second, 3), h, WithTimeout(-time.Second)); err == nil ||
+		err.Error() != "native: WithTimeout: -1s is negative, want > 0 (or 0 for none)" {
+		t.Errorf("WithTimeout(-1s): %v", err)
+	}
+	if _, err := NewWorker(q, fixedRule(t, time.Second, 3), h, WithTimeout(0)); err != nil {
+		t.Errorf("WithTimeout(0): %v, want none", err)
 	}
 }

@@ -80,6 +80,8 @@ type Worker struct {
 	shutdown    time.Duration
 	key         func(*Job) backoff.Source
 	fallback    time.Duration
+	timeout     time.Duration
+	errTimeout  error // ErrTimeout with the timeout, the error of a timed-out attempt
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -115,6 +117,11 @@ type runningJob struct {
 	cancel  context.CancelCauseFunc
 	ctx     context.Context
 	attempt observe.Attempt
+	// meta is the metadata as packed once the observer was told the
+	// attempt started, for an attempt ended without its handler (timed
+	// out) while the handler may still be writing Metadata; keepMeta when
+	// not taken.
+	meta string
 	// ended is set by whoever ends the attempt, once: from then on the
 	// lease is released by that end, and a renewal that finds it gone has
 	// not lost it.
@@ -244,6 +251,25 @@ func WithFallbackDelay(d time.Duration) WorkerOption {
 	}
 }
 
+// WithTimeout gives every attempt a deadline d after it starts (default:
+// none). The handler's context ends at the deadline, with cause
+// [ErrTimeout]. An attempt whose handler has not returned by then has
+// failed: the worker ends it at once with ErrTimeout (stored, decided by
+// the rule and reported like any failure), frees its slot for the next
+// job and keeps nothing the handler does or returns afterwards. A handler
+// that ignores its context keeps running in its goroutine (Go cannot stop
+// it) while its job moves on, so it must not touch the Job after its
+// deadline. d must not be negative; 0 means no timeout.
+func WithTimeout(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d < 0 {
+			return fmt.Errorf("native: WithTimeout: %s is negative, want > 0 (or 0 for none)", d)
+		}
+		w.timeout = d
+		return nil
+	}
+}
+
 // NewWorker returns a worker that runs q's jobs with h under rule: rule's
 // policy sizes every retry delay (keyed by the job ID unless [WithKey]
 // says otherwise) and its MaxAttempts
@@ -280,6 +306,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	if w.reclaim == 0 {
 		w.reclaim = min(w.lease/2, 5*time.Second)
 	}
+	w.errTimeout = fmt.Errorf("%w (%s)", ErrTimeout, w.timeout)
 	w.block = blockTimeout(q.rdb)
 	return w, nil
 }
@@ -629,9 +656,20 @@ func (w *Worker) run(rj *runningJob) {
 	// it instead, and a job that starts after that is cancelled here.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	hctx := ctx // the handler's: ctx, with the attempt's deadline if any
+	if w.timeout > 0 {
+		var cancelDeadline context.CancelFunc
+		hctx, cancelDeadline = context.WithTimeoutCause(ctx, w.timeout, w.errTimeout)
+		defer cancelDeadline()
+	}
 	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
 		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
-	octx := w.notify.Started(ctx, a)
+	octx := w.notify.Started(hctx, a)
+	rj.meta = keepMeta
+	if w.timeout > 0 && w.notify.Observer != nil {
+		// What the observer wrote, kept should the attempt time out.
+		rj.meta = encodeMeta(j.Metadata)
+	}
 	w.mu.Lock()
 	rj.cancel, rj.ctx, rj.attempt = cancel, octx, a
 	if w.hardCtx.Err() != nil {
@@ -644,13 +682,25 @@ func (w *Worker) run(rj *runningJob) {
 		w.notify.Ended(octx, a, interrupted(ErrShutdown, time.Now()))
 		return
 	}
+	if w.timeout > 0 {
+		// At the deadline the attempt has failed, returned or not.
+		stop := context.AfterFunc(hctx, func() {
+			if errors.Is(context.Cause(hctx), ErrTimeout) {
+				w.timedOut(rj)
+			}
+		})
+		defer stop()
+	}
 
 	var err error
 	if !rj.lost.Load() {
 		err = w.call(octx, j)
 	}
 	if !rj.ended.CompareAndSwap(false, true) {
-		return // ended without the handler (Shutdown's deadline passed)
+		return // ended without the handler: timed out, or Shutdown's deadline passed
+	}
+	if w.timeout > 0 && errors.Is(context.Cause(hctx), ErrTimeout) {
+		err = w.errTimeout // returned at its deadline, whatever it returned
 	}
 	if w.abandoned.Load() || rj.lost.Load() {
 		// A crash stores nothing; a lost lease's attempt was ended, stored
@@ -675,6 +725,28 @@ func (w *Worker) run(rj *runningJob) {
 	d := w.decide(j, err)
 	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(err), meta, false),
 		observe.Result{Err: err, Decision: d})
+}
+
+// timedOut ends rj's attempt at its deadline, unless its handler ended it
+// first: the attempt failed with the worker's timeout error. The handler
+// may still be running, so its Job is read for nothing it may change: the
+// metadata stored is the one packed when the attempt started.
+func (w *Worker) timedOut(rj *runningJob) {
+	if !rj.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if w.abandoned.Load() || rj.lost.Load() {
+		w.letGo(rj, true)
+		return
+	}
+	j := rj.job
+	meta := rj.meta
+	if meta == j.storedMeta {
+		meta = keepMeta
+	}
+	d := w.decide(j, w.errTimeout)
+	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(w.errTimeout), meta, false),
+		observe.Result{Err: w.errTimeout, Decision: d})
 }
 
 // store ends rj's attempt with one outcome call (complete or fail, with
