@@ -685,3 +685,134 @@ func TestTimeoutOption(t *testing.T) {
 		t.Errorf("WithTimeout(0): %v, want none", err)
 	}
 }
+
+// WithGiveUp is told once of every job given up, exhausted or permanent,
+// also when a reclaim exhausts it, and never of one that later succeeds.
+func TestGiveUp(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "giveup")
+		rec := &reboundtest.Recorder{}
+		rule := fixedRule(t, 5*time.Millisecond, 3)
+		stuck := make(chan struct{})
+		startWorker(t, q, rule, func(ctx context.Context, j *Job) error {
+			switch j.ID {
+			case "poison":
+				<-stuck // a worker that hangs, its job reclaimed
+				return nil
+			case "perm":
+				return backoff.Permanent(errors.New("bad input"))
+			case "late-success":
+				if j.Attempt < 3 {
+					return errors.New("not yet")
+				}
+				return nil
+			}
+			return errors.New("always")
+		}, WithObserver(rec), WithGiveUp(rec.GiveUp))
+		t.Cleanup(func() { close(stuck) }) // before the worker's shutdown
+		for _, id := range []string{"perm", "late-success", "exhausted"} {
+			if _, err := q.Enqueue(ctx, nil, WithID(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitState(t, q, "late-success", StateCompleted, 5*time.Second)
+		waitState(t, q, "perm", StateFailed, 5*time.Second)
+		waitState(t, q, "exhausted", StateFailed, 5*time.Second)
+		waitEnded(t, rec, "exhausted", 3)
+		waitEnded(t, rec, "perm", 1)
+
+		// A job its workers keep dying on is given up by the reclaim.
+		reclaimer := idle(t, q, rule, WithLease(50*time.Millisecond), WithGiveUp(rec.GiveUp))
+		if _, err := q.Enqueue(ctx, nil, WithID("poison"), WithMaxAttempts(1)); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			info, _ := q.Job(ctx, "poison")
+			if info.State == StateActive {
+				break // taken by the running worker: make it stale
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("poison job never started")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		forceReclaim(t, rdb, q, reclaimer, "poison")
+		waitState(t, q, "poison", StateFailed, 5*time.Second)
+
+		got := map[string]backoff.Outcome{}
+		for _, g := range rec.GiveUps() {
+			if _, dup := got[g.Attempt.JobID]; dup {
+				t.Errorf("job %s given up twice", g.Attempt.JobID)
+			}
+			got[g.Attempt.JobID] = g.Outcome
+		}
+		want := map[string]backoff.Outcome{"perm": backoff.OutcomePermanent, "exhausted": backoff.OutcomeExhausted, "poison": backoff.OutcomeExhausted}
+		if !maps.Equal(got, want) {
+			t.Errorf("given up: %v, want %v", got, want)
+		}
+		for _, g := range rec.GiveUps() {
+			if g.Attempt.JobID == "exhausted" && (g.Attempt.Number != 3 || g.Err == nil || g.Err.Error() != "always") {
+				t.Errorf("give-up of exhausted: %+v, want attempt 3 and its error", g)
+			}
+		}
+	})
+}
+
+// WithKindRule gives the jobs of one name their own rule: their own
+// schedule and cap, while other jobs keep the worker's.
+func TestKindRule(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "kinds")
+		rec := &reboundtest.Recorder{}
+		startWorker(t, q, fixedRule(t, 10*time.Millisecond, 2), func(ctx context.Context, j *Job) error {
+			return errors.New("always")
+		}, WithObserver(rec), WithKindRule("report", fixedRule(t, 30*time.Millisecond, 4)))
+		for _, c := range []struct{ id, name string }{{"plain", ""}, {"other", "mail"}, {"report", "report"}} {
+			if _, err := q.Enqueue(ctx, nil, WithID(c.id), WithName(c.name)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for id, want := range map[string]string{
+			"plain":  "1 retry 10ms\n2 exhausted",
+			"other":  "1 retry 10ms\n2 exhausted",
+			"report": "1 retry 30ms\n2 retry 30ms\n3 retry 30ms\n4 exhausted",
+		} {
+			waitState(t, q, id, StateFailed, 5*time.Second)
+			evs := waitEnded(t, rec, id, strings.Count(want, "\n")+1)
+			if got := rec.Story(id); got != want {
+				t.Errorf("job %s:\n%s\nwant\n%s", id, got, want)
+			}
+			if n := 2 + 2*btoi(id == "report"); evs[0].Attempt.MaxAttempts != n {
+				t.Errorf("job %s: attempt told MaxAttempts %d, want %d", id, evs[0].Attempt.MaxAttempts, n)
+			}
+		}
+	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestKindRuleOption(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	q, _ := NewQueue(rdb, "q")
+	h := func(context.Context, *Job) error { return nil }
+	for _, c := range []struct {
+		opt  WorkerOption
+		want string
+	}{
+		{WithKindRule("", fixedRule(t, time.Second, 3)), "native: WithKindRule: kind is empty, want a job name"},
+		{WithKindRule("mail", backoff.Rule{}), `native: WithKindRule("mail"): the rule is the zero backoff.Rule, want one built with backoff.NewRule`},
+	} {
+		if _, err := NewWorker(q, fixedRule(t, time.Second, 3), h, c.opt); err == nil || err.Error() != c.want {
+			t.Errorf("error %v, want %q", err, c.want)
+		}
+	}
+}

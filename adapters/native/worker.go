@@ -69,6 +69,7 @@ type Handler func(ctx context.Context, job *Job) error
 type Worker struct {
 	q           *Queue
 	rule        backoff.Rule
+	kinds       map[string]backoff.Rule // WithKindRule's rules by job name
 	handler     Handler
 	concurrency int
 	lease       time.Duration
@@ -249,6 +250,45 @@ func WithFallbackDelay(d time.Duration) WorkerOption {
 		w.fallback = d
 		return nil
 	}
+}
+
+// WithGiveUp sets the function told of every job the worker gives up: its
+// last attempt failed and the rule decided it is exhausted (it ran its
+// MaxAttempts) or permanent ([backoff.Permanent]), and the fail script
+// moved it to the failed set. It is called once per such job, after the
+// observer is told of the attempt, with the attempt's context; a job given
+// up by a reclaim (its workers died) is told of by the worker that
+// reclaimed it. See [observe.GiveUpFunc] for what holds across crashes.
+// nil, the default, is none.
+func WithGiveUp(f observe.GiveUpFunc) WorkerOption {
+	return func(w *Worker) error { w.notify.GiveUp = f; return nil }
+}
+
+// WithKindRule applies rule, instead of the worker's, to jobs named kind
+// (see [WithName]): their delays and their attempts cap (unless a job was
+// enqueued with its own, [WithMaxAttempts]).
+func WithKindRule(kind string, rule backoff.Rule) WorkerOption {
+	return func(w *Worker) error {
+		if kind == "" {
+			return errors.New("native: WithKindRule: kind is empty, want a job name")
+		}
+		if rule.Policy() == nil || rule.MaxAttempts() < 1 {
+			return fmt.Errorf("native: WithKindRule(%q): the rule is the zero backoff.Rule, want one built with backoff.NewRule", kind)
+		}
+		if w.kinds == nil {
+			w.kinds = make(map[string]backoff.Rule)
+		}
+		w.kinds[kind] = rule
+		return nil
+	}
+}
+
+// ruleFor returns the rule of jobs named name.
+func (w *Worker) ruleFor(name string) backoff.Rule {
+	if r, ok := w.kinds[name]; ok {
+		return r
+	}
+	return w.rule
 }
 
 // WithTimeout gives every attempt a deadline d after it starts (default:
@@ -642,7 +682,7 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time
 func (w *Worker) newJob(id string, attempt int, r record) *Job {
 	maxAtt := r.max
 	if maxAtt < 1 {
-		maxAtt = w.rule.MaxAttempts()
+		maxAtt = w.ruleFor(r.name).MaxAttempts()
 	}
 	return &Job{ID: id, Queue: w.q.name, Name: r.name, Payload: r.payload,
 		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(r.meta)), maxStore: r.max, storedMeta: r.meta}
@@ -904,7 +944,7 @@ func (w *Worker) call(ctx context.Context, j *Job) (err error) {
 // hostile error) is reported and the attempt decided by [Worker.fallback].
 // A retry's delay is clamped to MaxDelay, as the fail script applies it.
 func (w *Worker) decide(j *Job, err error) backoff.Decision {
-	rule := w.rule
+	rule := w.ruleFor(j.Name)
 	if j.MaxAttempts > 0 && j.MaxAttempts != rule.MaxAttempts() {
 		if r, rerr := backoff.NewRule(rule.Policy(), j.MaxAttempts); rerr == nil {
 			rule = r
