@@ -43,14 +43,3 @@ type PayloadTooLargeError struct {
 func (e *PayloadTooLargeError) Error() string {
 	return fmt.Sprintf("native: payload is %d bytes, above the queue's limit of %d bytes (raise it with WithMaxPayload)", e.Size, e.Limit)
 }
-
-// PanicError is the error of an attempt whose handler panicked. The panic
-// counts as a failed attempt.
-type PanicError struct {
-	// Value is what the handler panicked with.
-	Value any
-	// Stack is the goroutine's stack at the panic.
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("native: handler panicked: %v", e.Value) }

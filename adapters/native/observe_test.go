@@ -124,7 +124,7 @@ func TestPanicCountsAsAttempt(t *testing.T) {
 		})
 		id, _ := q.Enqueue(context.Background(), nil)
 		info := waitState(t, q, id, StateFailed, 5*time.Second)
-		if info.Attempts != 2 || info.LastError != "native: handler panicked: kaboom" {
+		if info.Attempts != 2 || info.LastError != "rebound: handler panicked: kaboom" {
 			t.Errorf("panicking job: %d attempts, error %q; want 2 and the panic", info.Attempts, info.LastError)
 		}
 	})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,7 +58,8 @@ type Job struct {
 // other error fails the attempt: the worker's rule decides whether and when
 // to retry. Wrap an error with backoff.Permanent to fail the job at once,
 // or with backoff.RetryAfter to wait at least a given time. A panic is
-// recovered and counts as a failed attempt ([PanicError]).
+// recovered and counts as a failed attempt, whose error is an
+// *observe.PanicError with Op "handler".
 type Handler func(ctx context.Context, job *Job) error
 
 // Worker runs a queue's jobs: it reserves them with a lease, runs the
@@ -929,13 +929,12 @@ func applied(s *redis.Script, r observe.Result, res []any) observe.Result {
 }
 
 // call runs the handler, turning a panic into a failed attempt.
-func (w *Worker) call(ctx context.Context, j *Job) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return w.handler(ctx, j)
+func (w *Worker) call(ctx context.Context, j *Job) error {
+	err, perr := safe.Value("handler", nil, func() error { return w.handler(ctx, j) })
+	if perr != nil {
+		return perr
+	}
+	return err
 }
 
 // decide is the worker's retry hook: the rule (with the job's own cap) for
