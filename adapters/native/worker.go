@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1041,10 +1040,10 @@ func (w *Worker) refusal(id string, res []any, err error) error {
 }
 
 // errorText is the text stored for a failed attempt's error: err.Error()
-// even when that panics or err is a typed nil (internal/safe), made valid
-// UTF-8 and cut to MaxErrorBytes.
+// even when that panics or err is a typed nil, made valid UTF-8 and cut to
+// MaxErrorBytes (internal/safe).
 func errorText(err error) string {
-	return safe.Truncate(strings.ToValidUTF8(safe.Message(err), "\uFFFD"), MaxErrorBytes)
+	return safe.Truncate(safe.Message(err), MaxErrorBytes)
 }
 
 // isTransient reports whether a Redis error reply is worth retrying.
