@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/observe"
 )
 
 // stopMarker is the marker member Shutdown adds to end its own worker's
@@ -123,13 +125,19 @@ func (w *Worker) renewLoop() {
 				if parseInt(v) == 1 {
 					continue
 				}
-				id, token := fmt.Sprint(batch[1+2*i]), fmt.Sprint(batch[2+2*i])
+				token := fmt.Sprint(batch[2+2*i])
 				w.mu.Lock()
-				if rj := w.running[token]; rj != nil && rj.cancel != nil {
+				rj := w.running[token]
+				// A job whose outcome was stored since the renewal was
+				// sent has given its lease back, not lost it.
+				lost := rj != nil && !rj.ended.Load()
+				if lost && rj.cancel != nil {
 					rj.cancel(ErrLeaseLost)
 				}
 				w.mu.Unlock()
-				w.report(fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id))
+				if lost {
+					w.leaseLost(rj)
+				}
 			}
 		}
 	}
@@ -162,7 +170,12 @@ func (w *Worker) reclaimLoop() {
 }
 
 // reclaimOnce reclaims up to limit expired leases and returns how many it
-// found.
+// found. Each attempt it ends is reported to the observer as the failure
+// the fail script applied (ErrLeaseExpired, with its retry or give-up):
+// the worker that held the lease, should it come back, is told its lease is
+// gone and reports nothing of its own. When that worker is this one, the
+// report goes with the attempt's own observer context and the handler's
+// context is cancelled with ErrLeaseLost.
 func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
 	k := w.q.keys
 	res, err := scriptReclaim.Run(ctx, w.q.rdb, []string{k.active, k.jobs}, limit).Slice()
@@ -178,9 +191,27 @@ func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
 		// is keyed exactly as its worker would have keyed it.
 		j := w.newJob(id, max(rec.attempts, 1), rec)
 		d := w.decide(j, ErrLeaseExpired)
-		if _, err := w.fail(ctx, id, token, d, j.MaxAttempts, ErrLeaseExpired.Error(), keepMeta, true); err != nil {
+		out, err := w.fail(ctx, id, token, d, j.MaxAttempts, ErrLeaseExpired.Error(), keepMeta, true)
+		if err != nil {
 			return 0, err
 		}
+		if code := parseInt(out[0]); code != 1 && code != 2 {
+			continue // the lease was renewed, or its attempt ended, meanwhile
+		}
+		octx := context.Background()
+		a := observe.Attempt{System: System, Queue: w.q.name, JobID: id, Kind: j.Name,
+			Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
+		w.mu.Lock()
+		rj := w.running[token]
+		if rj != nil && rj.cancel != nil {
+			octx, a = rj.ctx, rj.attempt
+			rj.cancel(ErrLeaseLost)
+		}
+		w.mu.Unlock()
+		if rj != nil {
+			w.leaseLost(rj)
+		}
+		w.notify.Ended(octx, a, applied(scriptFail, observe.Result{Err: ErrLeaseExpired, Decision: d}, out))
 	}
 	return n, nil
 }

@@ -45,6 +45,41 @@
 // ([ErrLeaseLost]); a retried call whose first reply was lost is recognised
 // and changes nothing. Delivery is at least once.
 //
+// # Limits
+//
+// What the queue can hold, and what happens beyond it:
+//
+//   - Delays: up to [MaxDelay] (100 years), for WithDelay and retries
+//     alike. A longer one (a policy's or a RetryAfter hint's, up to the
+//     largest time.Duration) is clamped to it: never wrapped, never run at
+//     once, and observers are told the delay applied.
+//   - Resolution: fire times are whole milliseconds of the Redis server's
+//     clock, rounded up, so a job is never due early; jobs due in one
+//     millisecond run in FIFO order up to 2039-09-07 and in ID order after
+//     (see Keys).
+//   - Attempts: any cap a Rule or WithMaxAttempts can hold (an int).
+//   - Error text: the stored error of a failed attempt is valid UTF-8 of at
+//     most [MaxErrorBytes] (8 KiB); a longer one is cut with a note. An
+//     error whose Error method panics, or a typed nil, is stored as its
+//     type's description and fails the attempt like any error.
+//   - Payload: [WithMaxPayload] (1 MiB by default); metadata: any bytes.
+//
+// And what each way an attempt can end counts as:
+//
+//   - A timeout ([WithTimeout]): a failed attempt (ErrTimeout), counted
+//     and decided by the rule, at its deadline; the worker moves on, and a
+//     handler that ignores its context runs on with its outcome discarded.
+//   - A shutdown ([Worker.Shutdown]) that cuts a handler short: not an
+//     attempt. The job goes back to the front of the queue uncounted and
+//     observers are told observe.Interrupted.
+//   - A worker that dies, hangs or loses Redis for longer than its lease:
+//     a failed attempt (ErrLeaseExpired), counted, ended by the worker
+//     that reclaims the job, which tells its observer and give-up hook.
+//   - A panic of the handler: a failed attempt (an *observe.PanicError);
+//     of the policy while deciding: the fallback delay ([WithFallbackDelay]);
+//     of an observer, key function or hook: reported to the error handler.
+//   - An operator's cancel: the queue has no operator actions yet.
+//
 // # Keys
 //
 // Every key of a queue shares one Cluster hash tag, so a queue lives in one
@@ -69,9 +104,13 @@
 // entry, a running one a hash entry and an active-set entry, and every
 // script reaches every job through a key in KEYS.
 //
-// The delayed score keeps jobs due in the same millisecond in FIFO order;
-// fire times come from the server's TIME, rounded up to the millisecond so a
-// job is never due early.
+// Fire times come from the server's TIME, rounded up to the millisecond so
+// a job is never due early. The delayed score keeps jobs due in the same
+// millisecond in FIFO order for fire times up to 2039-09-07T15:47:35.551Z
+// (where fire_ms*0x1000 reaches 2^53, the last integer a double holds
+// exactly); later fire times, up to [MaxDelay] ahead, are kept to the
+// millisecond and never early too, but jobs due in one millisecond then
+// run in the order of their IDs.
 //
 // # Scripts
 //
@@ -82,8 +121,9 @@
 // checked and stored in turn as if alone), fail (the same batching for
 // failed attempts: attempts check, counter, error, move to delayed or
 // failed), promote (the due sweep), reclaim (list
-// expired leases; each is then failed with a delay the host computed) and
-// extend (renew leases).
+// expired leases; each is then failed with a delay the host computed),
+// extend (renew leases) and release (put back, uncounted, the jobs of
+// handlers cut short by Shutdown).
 //
 // # Waiting
 //

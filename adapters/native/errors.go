@@ -20,6 +20,15 @@ var (
 	// stopped renewing its lease (it crashed, hung or lost Redis). The
 	// attempt counts, and the job waits its backoff like any failure.
 	ErrLeaseExpired = errors.New("native: lease expired: the worker stopped renewing it (crashed, hung or cut off)")
+	// ErrShutdown is the cause a handler's context is cancelled with when
+	// [Worker.Shutdown]'s deadline passes while it runs, and the error
+	// observers are told for such an interrupted attempt. The attempt does
+	// not count: its job runs again.
+	ErrShutdown = errors.New("native: worker shut down before the handler returned")
+	// ErrTimeout is the cause a handler's context is cancelled with at the
+	// attempt's deadline (see [WithTimeout]), and the error of an attempt
+	// whose handler had not returned by then.
+	ErrTimeout = errors.New("native: handler outlived its timeout")
 )
 
 // PayloadTooLargeError is returned by [Queue.Enqueue] for a payload above
@@ -34,14 +43,3 @@ type PayloadTooLargeError struct {
 func (e *PayloadTooLargeError) Error() string {
 	return fmt.Sprintf("native: payload is %d bytes, above the queue's limit of %d bytes (raise it with WithMaxPayload)", e.Size, e.Limit)
 }
-
-// PanicError is the error of an attempt whose handler panicked. The panic
-// counts as a failed attempt.
-type PanicError struct {
-	// Value is what the handler panicked with.
-	Value any
-	// Stack is the goroutine's stack at the panic.
-	Stack []byte
-}
-
-func (e *PanicError) Error() string { return fmt.Sprintf("native: handler panicked: %v", e.Value) }

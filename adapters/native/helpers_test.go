@@ -107,7 +107,14 @@ func waitState(t testing.TB, q *Queue, id string, want State, within time.Durati
 // reserve leases up to n jobs, as the fetch loop does with no outcomes to
 // store.
 func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
-	return w.reserveWith(n, nil)
+	rjs, due, err := w.reserveWith(n, nil)
+	var jobs []*Job
+	var tokens []string
+	for _, rj := range rjs {
+		jobs = append(jobs, rj.job)
+		tokens = append(tokens, rj.token)
+	}
+	return jobs, tokens, due, err
 }
 
 // complete runs the complete script for one job, not batched.

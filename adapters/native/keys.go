@@ -20,9 +20,9 @@ type keys struct {
 	marker    string // ZSET wake-up marker idle workers block on
 	counter   string // STRING counter: lease tokens and delayed sequence
 
-	// The KEYS of the complete and fail scripts, built once: every
-	// outcome sends one of them.
-	completeKeys, failKeys []string
+	// The KEYS of the complete, fail and release scripts, built once:
+	// every outcome sends one of them.
+	completeKeys, failKeys, releaseKeys []string
 }
 
 func newKeys(prefix, queue string) keys {
@@ -41,6 +41,7 @@ func newKeys(prefix, queue string) keys {
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
 	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
+	k.releaseKeys = []string{k.jobs, k.active, k.due, k.marker}
 	return k
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 type ctxKey struct{}
@@ -123,55 +124,106 @@ func TestPanicCountsAsAttempt(t *testing.T) {
 		})
 		id, _ := q.Enqueue(context.Background(), nil)
 		info := waitState(t, q, id, StateFailed, 5*time.Second)
-		if info.Attempts != 2 || info.LastError != "native: handler panicked: kaboom" {
+		if info.Attempts != 2 || info.LastError != "rebound: handler panicked: kaboom" {
 			t.Errorf("panicking job: %d attempts, error %q; want 2 and the panic", info.Attempts, info.LastError)
 		}
 	})
 }
 
+// Shutdown lets running handlers finish within its deadline; past it, the
+// jobs of handlers still running go back to the queue without using up an
+// attempt, whether the handler honours its cancelled context or ignores it,
+// and observers are told the attempt was interrupted.
 func TestGracefulShutdown(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		ctx := context.Background()
 		q := newQueue(t, rdb, prefix, "shutdown")
-		started := make(chan struct{}, 2)
+		rec := &reboundtest.Recorder{}
+		started := make(chan struct{}, 3)
+		ignoring := make(chan struct{})
+		ignored := make(chan struct{})
 		w, err := NewWorker(q, fixedRule(t, time.Hour, 3), func(ctx context.Context, j *Job) error {
 			started <- struct{}{}
-			if string(j.Payload) == "stuck" {
+			switch string(j.Payload) {
+			case "stuck":
 				<-ctx.Done()
 				return context.Cause(ctx)
+			case "ignoring":
+				<-ignoring
+				close(ignored)
+				return nil
 			}
 			time.Sleep(200 * time.Millisecond)
 			return nil
-		}, WithConcurrency(2))
+		}, WithConcurrency(3), WithObserver(rec))
 		if err != nil {
 			t.Fatal(err)
 		}
 		slow, _ := q.Enqueue(ctx, []byte("slow"))
 		stuck, _ := q.Enqueue(ctx, []byte("stuck"))
+		ign, _ := q.Enqueue(ctx, []byte("ignoring"))
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
-		<-started
-		<-started
+		for range 3 {
+			<-started
+		}
 		// After Shutdown begins, new jobs are left for other workers.
 		later, _ := q.Enqueue(ctx, []byte("later"))
 		sctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		defer cancel()
 		err = w.Shutdown(sctx)
 		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("Shutdown with a stuck handler = %v, want DeadlineExceeded", err)
+			t.Errorf("Shutdown with stuck handlers = %v, want DeadlineExceeded", err)
 		}
 		if info, _ := q.Job(ctx, slow); info.State != StateCompleted {
 			t.Errorf("slow job is %v, want completed within the deadline", info.State)
 		}
-		// The stuck handler saw its context cancelled and failed: the
-		// attempt counts and the job waits its backoff.
-		info := waitState(t, q, stuck, StateDelayed, 2*time.Second)
-		if info.Attempts != 1 || info.LastError != errShutdown.Error() {
-			t.Errorf("stuck job: %+v; want delayed after 1 attempt with the shutdown error", info)
+		// Cut short: back in the queue, the attempt not counted, by the
+		// time Shutdown returns.
+		for _, id := range []string{stuck, ign} {
+			info, err := q.Job(ctx, id)
+			if err != nil || info.State != StateWaiting || info.Attempts != 0 || info.LastError != "" {
+				t.Errorf("job %s cut short by shutdown: %+v (%v); want waiting, 0 attempts, no error", id, info, err)
+			}
+			if got := rec.Story(id); got != "1 interrupted" {
+				t.Errorf("job %s: observer story %q, want \"1 interrupted\"", id, got)
+			}
+			if ev, ok := rec.Last(id); ok && (ev.Result.Counts() || !ev.Result.Decision.Retry() || ev.Result.FireAt.After(time.Now())) {
+				t.Errorf("job %s: observer told %+v, want an uncounted run due again now", id, ev.Result)
+			}
+		}
+		// The handler that ignored its context returns later: nothing of
+		// it is stored.
+		close(ignoring)
+		<-ignored
+		time.Sleep(50 * time.Millisecond)
+		if info, _ := q.Job(ctx, ign); info.State != StateWaiting || info.Attempts != 0 {
+			t.Errorf("job whose handler returned after Shutdown: %+v; want still waiting, untouched", info)
 		}
 		if info, _ := q.Job(ctx, later); info.State != StateWaiting || info.Attempts != 0 {
 			t.Errorf("job enqueued during shutdown: %+v; want waiting, untouched", info)
+		}
+		if p := rec.Problems(); len(p) > 0 {
+			t.Errorf("recorder problems: %v", p)
+		}
+		// A new worker runs the cut-short jobs as their first attempt.
+		runs := make(chan int, 4)
+		startWorker(t, q, fixedRule(t, time.Hour, 3), func(ctx context.Context, j *Job) error {
+			if j.ID == stuck || j.ID == ign {
+				runs <- j.Attempt
+			}
+			return nil
+		})
+		for range 2 {
+			select {
+			case n := <-runs:
+				if n != 1 {
+					t.Errorf("a job cut short ran again as attempt %d, want 1", n)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("a job cut short by shutdown did not run again on a new worker")
+			}
 		}
 	})
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -97,7 +97,7 @@ func checkRetention(set string, keepFor time.Duration, most int) error {
 // node, Sentinel or Cluster client. Any name is allowed, braces and colons
 // included; it is escaped inside the key's hash tag.
 func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Queue, error) {
-	if rdb == nil {
+	if isNil(rdb) {
 		return nil, errors.New("native: redis client is nil, want a redis.UniversalClient")
 	}
 	q := &Queue{rdb: rdb, name: name, prefix: DefaultPrefix, maxPayload: DefaultMaxPayload,
@@ -115,6 +115,16 @@ func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Que
 	}
 	q.keys = newKeys(q.prefix, name)
 	return q, nil
+}
+
+// isNil reports whether rdb is nil or holds a nil pointer (a typed nil such
+// as a nil *redis.Client), whose first command would panic.
+func isNil(rdb redis.UniversalClient) bool {
+	if rdb == nil {
+		return true
+	}
+	v := reflect.ValueOf(rdb)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // Name returns the queue's name.
@@ -151,13 +161,14 @@ func WithName(name string) EnqueueOption {
 }
 
 // WithDelay makes the job wait d before its first run. The fire time is
-// taken from the Redis server's clock, rounded up to the millisecond.
+// taken from the Redis server's clock, rounded up to the millisecond. A
+// delay above [MaxDelay] is clamped to it.
 func WithDelay(d time.Duration) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if d < 0 {
 			return fmt.Errorf("native: delay %s is negative, want >= 0", d)
 		}
-		o.delay = d
+		o.delay = clampDelay(d)
 		return nil
 	}
 }
@@ -176,6 +187,8 @@ func WithMaxAttempts(n int) EnqueueOption {
 
 // WithMetadata sets the job's initial metadata, the string map that travels
 // with the job from attempt to attempt (observers keep trace context in it).
+// Keys and values may hold any bytes, UTF-8 or not: they are stored and
+// handed back exactly as given.
 func WithMetadata(m map[string]string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		o.meta = make(map[string]string, len(m))
@@ -205,10 +218,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if o.id == "" {
 		o.id = newID()
 	}
-	meta, err := encodeMeta(o.meta)
-	if err != nil {
-		return "", err
-	}
+	meta := encodeMeta(o.meta)
 	k := q.keys
 	res, err := scriptEnqueue.Run(ctx, q.rdb,
 		[]string{k.jobs, k.wait, k.delayed, k.marker, k.counter},
@@ -231,32 +241,15 @@ func newID() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// ceilMicros rounds d up to whole microseconds, the unit delays are sent
-// to the scripts in.
+// ceilMicros rounds d, clamped to [0, MaxDelay], up to whole microseconds,
+// the unit delays are sent to the scripts in.
 func ceilMicros(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
+	d = clampDelay(d)
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
 	}
-	return int64((d + time.Microsecond - 1) / time.Microsecond)
-}
-
-func encodeMeta(m map[string]string) (string, error) {
-	if len(m) == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return "", fmt.Errorf("native: encode metadata: %w", err)
-	}
-	return string(b), nil
-}
-
-func decodeMeta(s string) map[string]string {
-	m := map[string]string{}
-	if s != "" {
-		_ = json.Unmarshal([]byte(s), &m)
-	}
-	return m
+	return us
 }
 
 func parseInt(v any) int64 {
@@ -280,4 +273,17 @@ func replyString(v any) string {
 		return s
 	}
 	return fmt.Sprint(v)
+}
+
+// MaxDelay is the longest delay the queue schedules: 100 years of 365
+// days. A longer one, from [WithDelay] or a retry (the policy's delay or a
+// [backoff.RetryAfter] hint, up to the largest time.Duration), is clamped
+// to it: the job waits MaxDelay, never less, and never runs at once by
+// overflow. Within it every fire time is kept to the millisecond (see the
+// package doc's Keys).
+const MaxDelay = 100 * 365 * 24 * time.Hour
+
+// clampDelay bounds d to [0, MaxDelay].
+func clampDelay(d time.Duration) time.Duration {
+	return min(max(d, 0), MaxDelay)
 }

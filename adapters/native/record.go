@@ -23,7 +23,7 @@ type record struct {
 	finished int64  // server ms, 0 until the job completed or failed for good
 	ftok     string // token of the reservation that last finished an attempt
 	name     string
-	meta     string // JSON, "" for none
+	meta     string // packed by encodeMeta, "" for none
 	err      string // last error text
 	payload  []byte
 }
@@ -52,12 +52,9 @@ func decodeRecord(s string) (record, error) {
 	r.finished = parseInt(f[4])
 	r.ftok = f[5]
 	for _, dst := range []*string{&r.err, &r.meta, &r.name} {
-		ns, tail, ok := strings.Cut(rest, ":")
-		n, err := strconv.Atoi(ns)
-		if !ok || err != nil || n < 0 || n > len(tail) {
+		if *dst, rest, ok = cutCounted(rest); !ok {
 			return bad("bad string length")
 		}
-		*dst, rest = tail[:n], tail[n:]
 	}
 	r.payload = []byte(rest)
 	return r, nil

@@ -111,4 +111,5 @@ var (
 	scriptPromote  = script("promote")
 	scriptReclaim  = script("reclaim")
 	scriptExtend   = script("extend")
+	scriptRelease  = script("release")
 )

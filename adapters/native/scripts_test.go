@@ -19,6 +19,7 @@ import (
 // hand.
 func idle(t *testing.T, q *Queue, rule backoff.Rule, opts ...WorkerOption) *Worker {
 	t.Helper()
+	opts = append([]WorkerOption{WithErrorHandler(func(err error) { t.Logf("idle worker: %v", err) })}, opts...)
 	w, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -149,12 +150,12 @@ func TestStaleWorkerAfterReclaim(t *testing.T) {
 		if j.Attempt != 2 || newTok == oldTok {
 			t.Fatalf("re-reserved attempt %d token %s (old %s); want attempt 2 and a new token", j.Attempt, newTok, oldTok)
 		}
+		// The reclaim ended the old token's attempt, not its worker: the
+		// stale worker's own outcome is refused as stale, never taken for
+		// one it already stored.
 		_, err := w.finish(id, nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, oldTok, "") })
-		// The old token finished the reclaim (it is the job's last
-		// finishing token), so the stale call is told "already applied"
-		// and changes nothing; a different stale token is refused.
-		if err != nil {
-			t.Errorf("stale complete with the reclaimed token: %v, want a no-op", err)
+		if !errors.Is(err, ErrLeaseLost) {
+			t.Errorf("stale complete with the reclaimed token: %v, want ErrLeaseLost", err)
 		}
 		_, err = w.finish(id, nil, func(ctx context.Context) ([]any, error) { return w.complete(ctx, id, "12345", "") })
 		if !errors.Is(err, ErrLeaseLost) {
@@ -751,4 +752,54 @@ func TestRetention(t *testing.T) {
 			kept(byAge, "c")
 		})
 	}
+}
+
+// release puts a job back uncounted at the front of the due list, only for
+// the lease's holder, and a repeat of the call changes nothing.
+func TestRelease(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "release")
+		w := idle(t, q, fixedRule(t, time.Millisecond, 3))
+		for _, id := range []string{"a", "b", "c"} {
+			if _, err := q.Enqueue(ctx, nil, WithID(id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		jobs, tokens, _, err := w.reserve(2)
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("reserve(2) = %d jobs, %v", len(jobs), err)
+		}
+		release := func(id, token string) int64 {
+			t.Helper()
+			res, err := scriptRelease.Run(ctx, rdb, q.keys.releaseKeys, id, token, encodeMeta(map[string]string{"m": id})).Slice()
+			if err != nil || len(res) != 1 {
+				t.Fatalf("release %s: %v, %v", id, res, err)
+			}
+			return parseInt(res[0].([]any)[0])
+		}
+		for _, c := range []struct {
+			id, token string
+			want      int64
+		}{{"b", tokens[1], 1}, {"a", tokens[0], 1}, {"a", tokens[0], 0}, {"b", "999999", -1}, {"nope", "1", -2}} {
+			if got := release(c.id, c.token); got != c.want {
+				t.Errorf("release(%s, %s) = %d, want %d", c.id, c.token, got, c.want)
+			}
+		}
+		for _, id := range []string{"a", "b"} {
+			info, err := q.Job(ctx, id)
+			if err != nil || info.State != StateWaiting || info.Attempts != 0 || info.Metadata["m"] != id {
+				t.Errorf("released job %s: %+v (%v); want waiting, 0 attempts, its metadata stored", id, info, err)
+			}
+		}
+		// Each put back in front: a (released last), b, then c.
+		jobs, _, _, err = w.reserve(3)
+		if err != nil || len(jobs) != 3 || jobs[0].ID != "a" || jobs[1].ID != "b" || jobs[2].ID != "c" || jobs[0].Attempt != 1 {
+			var got []string
+			for _, j := range jobs {
+				got = append(got, fmt.Sprintf("%s#%d", j.ID, j.Attempt))
+			}
+			t.Errorf("after release, reserved %v (%v); want a#1, b#1 (each released to the front), then c#1", got, err)
+		}
+	})
 }

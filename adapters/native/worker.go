@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,11 +11,23 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
 
 // System is the observe.Attempt System this adapter reports.
 const System = "rebound"
+
+// MaxErrorBytes is the most bytes of a failed attempt's error text the
+// queue stores with the job (see [JobInfo].LastError): a longer text is
+// cut, on a UTF-8 boundary, with a note of how many bytes were dropped, so
+// that a huge error cannot bloat the job's record.
+const MaxErrorBytes = 8 << 10
+
+// DefaultFallbackDelay is the retry delay used when the worker's policy
+// panics, unless [WithFallbackDelay] sets another.
+const DefaultFallbackDelay = time.Minute
 
 // Job is one attempt of one job, as a [Handler] sees it.
 type Job struct {
@@ -46,7 +57,8 @@ type Job struct {
 // other error fails the attempt: the worker's rule decides whether and when
 // to retry. Wrap an error with backoff.Permanent to fail the job at once,
 // or with backoff.RetryAfter to wait at least a given time. A panic is
-// recovered and counts as a failed attempt ([PanicError]).
+// recovered and counts as a failed attempt, whose error is an
+// *observe.PanicError with Op "handler".
 type Handler func(ctx context.Context, job *Job) error
 
 // Worker runs a queue's jobs: it reserves them with a lease, runs the
@@ -56,17 +68,20 @@ type Handler func(ctx context.Context, job *Job) error
 type Worker struct {
 	q           *Queue
 	rule        backoff.Rule
+	kinds       map[string]backoff.Rule // WithKindRule's rules by job name
 	handler     Handler
 	concurrency int
 	lease       time.Duration
 	reclaim     time.Duration
 	block       time.Duration
 	idlePoll    time.Duration
-	onError     func(error)
-	observer    observe.Observer
+	notify      notify.Notifier // the observer and error handler, told the same way on every adapter
 	reconnect   backoff.Policy
 	shutdown    time.Duration
 	key         func(*Job) backoff.Source
+	fallback    time.Duration
+	timeout     time.Duration
+	errTimeout  error // ErrTimeout with the timeout, the error of a timed-out attempt
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -90,10 +105,31 @@ type Worker struct {
 	running map[string]*runningJob
 }
 
+// runningJob is one attempt this worker holds the lease of, from its
+// reservation until its end is stored and reported.
 type runningJob struct {
-	id     string
-	token  string
-	cancel context.CancelCauseFunc
+	id    string
+	token string
+	job   *Job
+	// Set by run, under Worker.mu, once the attempt has started: the
+	// handler's cancel, and the context and attempt the observer was told
+	// of (its end is reported with them).
+	cancel  context.CancelCauseFunc
+	ctx     context.Context
+	attempt observe.Attempt
+	// meta is the metadata as packed once the observer was told the
+	// attempt started, for an attempt ended without its handler (timed
+	// out) while the handler may still be writing Metadata; keepMeta when
+	// not taken.
+	meta string
+	// ended is set by whoever ends the attempt, once: from then on the
+	// lease is released by that end, and a renewal that finds it gone has
+	// not lost it.
+	ended atomic.Bool
+	// lost is set once the lease is known to be gone (reclaimed): the
+	// attempt's end was stored and reported by the reclaim, and the loss
+	// reported to the error handler once.
+	lost atomic.Bool
 }
 
 // A WorkerOption configures a [Worker].
@@ -136,20 +172,22 @@ func WithReclaimInterval(d time.Duration) WorkerOption {
 	}
 }
 
-// WithErrorHandler sets a function told of every error the worker meets
+// WithErrorHandler sets the function told of every error the worker meets
 // outside a handler: Redis unreachable (the worker keeps retrying with its
-// reconnect backoff), a lease lost to a reclaim, an observer panic. It is
-// called from the worker's goroutines and must be safe for concurrent use.
+// reconnect backoff), a lease lost to a reclaim, a panic of user code it
+// recovered (an observer, key function or policy; an *observe.PanicError).
+// It is called from the worker's goroutines and must be safe for concurrent
+// use. nil, the default, logs each error with slog.Default at level Error.
 func WithErrorHandler(f func(error)) WorkerOption {
-	return func(w *Worker) error { w.onError = f; return nil }
+	return func(w *Worker) error { w.notify.OnError = f; return nil }
 }
 
 // WithObserver reports every attempt to o: AttemptStarted before the
 // handler runs (its context is the handler's), AttemptEnded once the
 // attempt's outcome is stored. Observer panics are recovered and reported
-// to the error handler.
+// to the error handler. nil, the default, reports to no observer.
 func WithObserver(o observe.Observer) WorkerOption {
-	return func(w *Worker) error { w.observer = o; return nil }
+	return func(w *Worker) error { w.notify.Observer = o; return nil }
 }
 
 // WithReconnectPolicy sets the backoff the worker waits between tries when
@@ -165,7 +203,8 @@ func WithReconnectPolicy(p backoff.Policy) WorkerOption {
 }
 
 // WithShutdownTimeout sets how long [Worker.Run] lets running handlers
-// finish once its context ends (default 10s).
+// finish once its context ends (default 10s); the jobs of handlers still
+// running then go back to the queue uncounted (see [Worker.Shutdown]).
 func WithShutdownTimeout(d time.Duration) WorkerOption {
 	return func(w *Worker) error {
 		if d < 0 {
@@ -194,6 +233,82 @@ func WithKey(f func(job *Job) backoff.Source) WorkerOption {
 	}
 }
 
+// WithFallbackDelay sets the retry delay used when deciding a failed
+// attempt panics: a policy whose Delay panics, or an error whose own
+// methods panic while the rule looks for [backoff.Permanent] or a
+// [backoff.RetryAfter] hint in it. The attempt is then still decided: a
+// permanent error stays permanent when that can be told, an attempt at the
+// job's cap is exhausted, and any other is retried after d. The panic is
+// reported to the error handler as an *observe.PanicError with Op
+// "policy". d must be positive; the default is [DefaultFallbackDelay].
+func WithFallbackDelay(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d <= 0 {
+			return fmt.Errorf("native: WithFallbackDelay: %s is not positive, want > 0", d)
+		}
+		w.fallback = d
+		return nil
+	}
+}
+
+// WithGiveUp sets the function told of every job the worker gives up: its
+// last attempt failed and the rule decided it is exhausted (it ran its
+// MaxAttempts) or permanent ([backoff.Permanent]), and the fail script
+// moved it to the failed set. It is called once per such job, after the
+// observer is told of the attempt, with the attempt's context; a job given
+// up by a reclaim (its workers died) is told of by the worker that
+// reclaimed it. See [observe.GiveUpFunc] for what holds across crashes.
+// nil, the default, is none.
+func WithGiveUp(f observe.GiveUpFunc) WorkerOption {
+	return func(w *Worker) error { w.notify.GiveUp = f; return nil }
+}
+
+// WithKindRule applies rule, instead of the worker's, to jobs named kind
+// (see [WithName]): their delays and their attempts cap (unless a job was
+// enqueued with its own, [WithMaxAttempts]).
+func WithKindRule(kind string, rule backoff.Rule) WorkerOption {
+	return func(w *Worker) error {
+		if kind == "" {
+			return errors.New("native: WithKindRule: kind is empty, want a job name")
+		}
+		if rule.Policy() == nil || rule.MaxAttempts() < 1 {
+			return fmt.Errorf("native: WithKindRule(%q): the rule is the zero backoff.Rule, want one built with backoff.NewRule", kind)
+		}
+		if w.kinds == nil {
+			w.kinds = make(map[string]backoff.Rule)
+		}
+		w.kinds[kind] = rule
+		return nil
+	}
+}
+
+// ruleFor returns the rule of jobs named name.
+func (w *Worker) ruleFor(name string) backoff.Rule {
+	if r, ok := w.kinds[name]; ok {
+		return r
+	}
+	return w.rule
+}
+
+// WithTimeout gives every attempt a deadline d after it starts (default:
+// none). The handler's context ends at the deadline, with cause
+// [ErrTimeout]. An attempt whose handler has not returned by then has
+// failed: the worker ends it at once with ErrTimeout (stored, decided by
+// the rule and reported like any failure), frees its slot for the next
+// job and keeps nothing the handler does or returns afterwards. A handler
+// that ignores its context keeps running in its goroutine (Go cannot stop
+// it) while its job moves on, so it must not touch the Job after its
+// deadline. d must not be negative; 0 means no timeout.
+func WithTimeout(d time.Duration) WorkerOption {
+	return func(w *Worker) error {
+		if d < 0 {
+			return fmt.Errorf("native: WithTimeout: %s is negative, want > 0 (or 0 for none)", d)
+		}
+		w.timeout = d
+		return nil
+	}
+}
+
 // NewWorker returns a worker that runs q's jobs with h under rule: rule's
 // policy sizes every retry delay (keyed by the job ID unless [WithKey]
 // says otherwise) and its MaxAttempts
@@ -216,6 +331,8 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		shutdown:    10 * time.Second,
 		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
 		running:     map[string]*runningJob{},
+		notify:      notify.Notifier{Prefix: "native"},
+		fallback:    DefaultFallbackDelay,
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -228,6 +345,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	if w.reclaim == 0 {
 		w.reclaim = min(w.lease/2, 5*time.Second)
 	}
+	w.errTimeout = fmt.Errorf("%w (%s)", ErrTimeout, w.timeout)
 	w.block = blockTimeout(q.rdb)
 	return w, nil
 }
@@ -291,15 +409,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	return w.Shutdown(sctx)
 }
 
-// errShutdown is the cause handler contexts are cancelled with when the
-// shutdown deadline passes.
-var errShutdown = errors.New("native: worker shut down before the handler returned")
-
 // Shutdown stops taking jobs and waits for running handlers to finish and
 // their outcome to be stored. When ctx ends first, the handlers' contexts
-// are cancelled and Shutdown returns ctx's error without waiting further; a
-// handler still running then loses its lease and its job is reclaimed (the
-// attempt counts).
+// are cancelled with [ErrShutdown] and their jobs put back in the queue at
+// once, in one round trip, without using up an attempt: they run again
+// first, with the same attempt number, and observers are told the attempt
+// was interrupted (observe.Interrupted). A handler that returns after that
+// stores nothing (and one that returns an error once its context was
+// cancelled by Shutdown is interrupted the same way). Shutdown then
+// returns ctx's error.
 func (w *Worker) Shutdown(ctx context.Context) error {
 	if !w.started.Load() {
 		return nil
@@ -314,7 +432,10 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		err = ctx.Err()
-		w.stopHandlers(errShutdown)
+		w.stopHandlers(ErrShutdown)
+		w.interrupt()
+		// What is left are attempts whose outcome is being stored.
+		<-done
 	}
 	w.stopBackground()
 	if err == nil {
@@ -351,16 +472,16 @@ func (w *Worker) stopBackground() {
 func (w *Worker) abandon() {
 	w.abandoned.Store(true)
 	w.stopOnce.Do(func() { close(w.stop) })
-	w.stopHandlers(errShutdown)
+	w.stopHandlers(ErrShutdown)
 	w.stopBackground()
 }
 
+// report hands err to the error handler, unless the worker was abandoned.
 func (w *Worker) report(err error) {
-	if err == nil || w.onError == nil || w.abandoned.Load() {
+	if err == nil || w.abandoned.Load() {
 		return
 	}
-	defer func() { _ = recover() }()
-	w.onError(err)
+	w.notify.Report(err)
 }
 
 // pause reports the failures-th consecutive failure of what, then waits
@@ -432,7 +553,7 @@ func (w *Worker) fetchLoop() {
 			w.sendBatch(outs)
 			continue
 		}
-		jobs, tokens, due, err := w.reserveWith(n, outs)
+		jobs, due, err := w.reserveWith(n, outs)
 		for range n - len(jobs) {
 			<-w.slots
 		}
@@ -444,9 +565,9 @@ func (w *Worker) fetchLoop() {
 			continue
 		}
 		failures = 0
-		for i, j := range jobs {
+		for _, rj := range jobs {
 			w.handlers.Add(1)
-			go w.run(j, tokens[i])
+			go w.run(rj)
 		}
 		if len(jobs) == n {
 			continue
@@ -497,9 +618,10 @@ const reserveBatch = 1000
 
 // reserveWith runs the reserve script for up to n jobs, which come back
 // with their records in the same reply, after storing the outcomes in outs
-// in the same round trip. due is when, by the local clock, the earliest
+// in the same round trip. The jobs are registered as running, their leases
+// renewed from here on. due is when, by the local clock, the earliest
 // delayed job becomes due (taken as the reply arrives).
-func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.Time, error) {
+func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time, error) {
 	k := w.q.keys
 	ctx := context.Background()
 	keys := []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due}
@@ -522,17 +644,16 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.T
 		}
 	}
 	if err != nil {
-		return nil, nil, time.Time{}, err
+		return nil, time.Time{}, err
 	}
 	if len(res) < 2 {
-		return nil, nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
+		return nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
 	}
 	due := time.Now().Add(w.idlePoll)
 	if next := parseInt(res[1]); next >= 0 {
 		due = time.Now().Add(max(time.Duration(next*1000-parseInt(res[0]))*time.Microsecond, 0))
 	}
-	var jobs []*Job
-	var tokens []string
+	var jobs []*runningJob
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for i := 2; i+2 < len(res); i += 3 {
@@ -549,118 +670,322 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*Job, []string, time.T
 		}
 		// The job is leased to us from here on: register it so its lease
 		// is renewed.
-		w.running[token] = &runningJob{id: id, token: token}
-		jobs = append(jobs, w.newJob(id, rec.attempts, rec))
-		tokens = append(tokens, token)
+		rj := &runningJob{id: id, token: token, job: w.newJob(id, rec.attempts, rec)}
+		w.running[token] = rj
+		jobs = append(jobs, rj)
 	}
-	return jobs, tokens, due, nil
+	return jobs, due, nil
 }
 
 // newJob builds attempt number attempt of job id from its record.
 func (w *Worker) newJob(id string, attempt int, r record) *Job {
 	maxAtt := r.max
 	if maxAtt < 1 {
-		maxAtt = w.rule.MaxAttempts()
+		maxAtt = w.ruleFor(r.name).MaxAttempts()
 	}
 	return &Job{ID: id, Queue: w.q.name, Name: r.name, Payload: r.payload,
 		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(r.meta)), maxStore: r.max, storedMeta: r.meta}
 }
 
 // run runs one attempt and stores its outcome.
-func (w *Worker) run(j *Job, token string) {
-	defer w.handlers.Done()
+func (w *Worker) run(rj *runningJob) {
+	j := rj.job
 	// The handler's context hangs off no parent (a child of hardCtx would
 	// register with it, under its lock, once per job); stopHandlers cancels
 	// it instead, and a job that starts after that is cancelled here.
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	hctx := ctx // the handler's: ctx, with the attempt's deadline if any
+	if w.timeout > 0 {
+		var cancelDeadline context.CancelFunc
+		hctx, cancelDeadline = context.WithTimeoutCause(ctx, w.timeout, w.errTimeout)
+		defer cancelDeadline()
+	}
+	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
+		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
+	octx := w.notify.Started(hctx, a)
+	rj.meta = keepMeta
+	if w.timeout > 0 && w.notify.Observer != nil {
+		// What the observer wrote, kept should the attempt time out.
+		rj.meta = encodeMeta(j.Metadata)
+	}
 	w.mu.Lock()
-	w.running[token].cancel = cancel
+	rj.cancel, rj.ctx, rj.attempt = cancel, octx, a
 	if w.hardCtx.Err() != nil {
 		cancel(context.Cause(w.hardCtx))
 	}
 	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, token)
-		w.mu.Unlock()
-	}()
-
-	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
-		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
-	octx := w.observeStart(ctx, a)
-	err := w.call(octx, j)
-	if w.abandoned.Load() {
-		<-w.slots
+	if rj.ended.Load() {
+		// Shutdown put the job back before its handler started: the
+		// observer was told it started, so tell it how it ended.
+		w.notify.Ended(octx, a, interrupted(ErrShutdown, time.Now()))
 		return
 	}
-	meta, merr := encodeMeta(j.Metadata)
-	if merr != nil {
-		w.report(merr)
-		meta = keepMeta
-	} else if meta == j.storedMeta {
+	if w.timeout > 0 {
+		// At the deadline the attempt has failed, returned or not.
+		stop := context.AfterFunc(hctx, func() {
+			if errors.Is(context.Cause(hctx), ErrTimeout) {
+				w.timedOut(rj)
+			}
+		})
+		defer stop()
+	}
+
+	var err error
+	if !rj.lost.Load() {
+		err = w.call(octx, j)
+	}
+	if !rj.ended.CompareAndSwap(false, true) {
+		return // ended without the handler: timed out, or Shutdown's deadline passed
+	}
+	if w.timeout > 0 && errors.Is(context.Cause(hctx), ErrTimeout) {
+		err = w.errTimeout // returned at its deadline, whatever it returned
+	}
+	if w.abandoned.Load() || rj.lost.Load() {
+		// A crash stores nothing; a lost lease's attempt was ended, stored
+		// and reported by the reclaim that took it.
+		w.letGo(rj, true)
+		return
+	}
+	meta := encodeMeta(j.Metadata)
+	if meta == j.storedMeta {
 		// Unchanged: the scripts then rewrite only what leads the record.
 		meta = keepMeta
 	}
-	var result observe.Result
-	s, keys, args := scriptComplete, w.completeKeys(), w.completeArgs(j.ID, token, meta)
-	if err != nil {
-		result.Err = err
-		result.Decision = w.decide(j, err)
-		s, keys, args = scriptFail, w.failKeys(), w.failArgs(j.ID, token, result.Decision, j.MaxAttempts, err.Error(), meta, false)
+	if err == nil {
+		w.store(rj, scriptComplete, w.completeKeys(), w.completeArgs(j.ID, rj.token, meta), observe.Result{})
+		return
 	}
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		// Cut short by Shutdown: the job goes back, this run uncounted.
+		w.store(rj, scriptRelease, w.q.keys.releaseKeys, []any{j.ID, rj.token, meta}, interrupted(err, time.Time{}))
+		return
+	}
+	d := w.decide(j, err)
+	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(err), meta, false),
+		observe.Result{Err: err, Decision: d})
+}
+
+// timedOut ends rj's attempt at its deadline, unless its handler ended it
+// first: the attempt failed with the worker's timeout error. The handler
+// may still be running, so its Job is read for nothing it may change: the
+// metadata stored is the one packed when the attempt started.
+func (w *Worker) timedOut(rj *runningJob) {
+	if !rj.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if w.abandoned.Load() || rj.lost.Load() {
+		w.letGo(rj, true)
+		return
+	}
+	j := rj.job
+	meta := rj.meta
+	if meta == j.storedMeta {
+		meta = keepMeta
+	}
+	d := w.decide(j, w.errTimeout)
+	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(w.errTimeout), meta, false),
+		observe.Result{Err: w.errTimeout, Decision: d})
+}
+
+// store ends rj's attempt with one outcome call (complete or fail, with
+// keys and args) and tells the observer what the script applied (result,
+// the attempt's error and decision, completed by the script's reply).
+func (w *Worker) store(rj *runningJob, s *redis.Script, keys []string, args []any, result observe.Result) {
 	// Hand the outcome over, then free the slot: the fetch loop, woken by
 	// the free slot, stores the outcome in the same round trip as the
 	// reserve that refills it. (Concurrency bounds running handlers;
 	// Shutdown still waits for every outcome to be stored.)
 	first := w.post(s, keys, args)
 	<-w.slots
-	res, ferr := w.finish(j.ID, first, func(ctx context.Context) ([]any, error) {
+	res, err := w.finish(rj.id, first, func(ctx context.Context) ([]any, error) {
 		return w.submit(ctx, s, keys, args...)
 	})
-	if ferr != nil {
-		w.report(ferr)
-	} else if err != nil && len(res) >= 3 && parseInt(res[0]) == 1 {
-		result.FireAt = time.UnixMilli(parseInt(res[2]))
+	w.letGo(rj, false)
+	w.tell(rj, rj.ctx, rj.attempt, s, result, res, err)
+	w.handlers.Done()
+}
+
+// tell reports how an attempt ended once the script s that ended it has
+// answered (res, or err: a failed call or a refusal, see Worker.finish):
+// to the observer what the script applied, or to the error handler why
+// nothing was applied.
+func (w *Worker) tell(rj *runningJob, ctx context.Context, a observe.Attempt, s *redis.Script, result observe.Result, res []any, err error) {
+	switch {
+	case errors.Is(err, ErrLeaseLost):
+		// Reclaimed meanwhile: the reclaim stored and reported this
+		// attempt's end, and the outcome here changed nothing.
+		w.leaseLost(rj)
+	case err != nil:
+		// Not stored (or not known to be): the lease runs out and the
+		// reclaim that ends the attempt reports it.
+		w.report(err)
+	default:
+		w.notify.Ended(ctx, a, applied(s, result, res))
 	}
-	w.observeEnd(octx, a, result)
+}
+
+// interrupted is the result of a run cut short by Shutdown, with the
+// handler's error err: it does not count, and the job runs again at once
+// (at fireAt, when the release script's answer is known).
+func interrupted(err error, fireAt time.Time) observe.Result {
+	return observe.Result{Err: err, Counting: observe.Interrupted,
+		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry}, FireAt: fireAt}
+}
+
+// interrupt ends the attempts of the handlers still running when
+// Shutdown's deadline passed: their jobs go back to the queue in one round
+// trip, uncounted (release), and observers are told they were
+// interrupted. A handler that returns later finds its attempt ended and
+// stores nothing. The round trip is not retried: if it fails, the leases
+// run out and the jobs are reclaimed, the attempts counted.
+func (w *Worker) interrupt() {
+	type cut struct {
+		rj      *runningJob
+		ctx     context.Context
+		a       observe.Attempt
+		started bool
+	}
+	var cuts []cut
+	w.mu.Lock()
+	for _, rj := range w.running {
+		if rj.ended.CompareAndSwap(false, true) {
+			cuts = append(cuts, cut{rj, rj.ctx, rj.attempt, rj.cancel != nil})
+		}
+	}
+	w.mu.Unlock()
+	if len(cuts) == 0 {
+		return
+	}
+	reqs := make([]*finishReq, len(cuts))
+	for i, c := range cuts {
+		reqs[i] = &finishReq{script: scriptRelease, keys: w.q.keys.releaseKeys,
+			args: []any{c.rj.id, c.rj.token, keepMeta}, done: make(chan finishRes, 1)}
+	}
+	w.sendBatch(reqs)
+	for i, c := range cuts {
+		out := <-reqs[i].done
+		w.letGo(c.rj, true)
+		err := w.refusal(c.rj.id, out.res, out.err)
+		if c.started || err != nil {
+			// One not started yet is told of by its own run.
+			w.tell(c.rj, c.ctx, c.a, scriptRelease, interrupted(ErrShutdown, time.Time{}), out.res, err)
+		}
+	}
+}
+
+// letGo forgets an ended attempt: it no longer holds a lease to renew. With
+// slot, it also frees the attempt's slot and marks its handler done (store
+// does both itself, at its own time).
+func (w *Worker) letGo(rj *runningJob, slot bool) {
+	w.mu.Lock()
+	delete(w.running, rj.token)
+	w.mu.Unlock()
+	if slot {
+		<-w.slots
+		w.handlers.Done()
+	}
+}
+
+// leaseLost reports, once per attempt, that rj's lease was lost.
+func (w *Worker) leaseLost(rj *runningJob) {
+	if !rj.lost.Swap(true) {
+		w.report(fmt.Errorf("%w (queue %q, job %q, attempt %d)", ErrLeaseLost, w.q.name, rj.id, rj.job.Attempt))
+	}
+}
+
+// applied completes the result of an attempt ended by script s with what
+// the script's reply res says it applied: for a failure, whether the job
+// was retried (and when) or failed for good.
+func applied(s *redis.Script, r observe.Result, res []any) observe.Result {
+	if s == scriptRelease {
+		r.FireAt = time.Now()
+		if parseInt(res[0]) == 1 && len(res) >= 2 {
+			r.FireAt = time.UnixMilli(parseInt(res[1]))
+		}
+		return r
+	}
+	if s != scriptFail {
+		return r
+	}
+	switch parseInt(res[0]) {
+	case 1:
+		if len(res) >= 3 {
+			r.FireAt = time.UnixMilli(parseInt(res[2]))
+		}
+	case 2:
+		if r.Decision.Outcome != backoff.OutcomePermanent {
+			r.Decision = backoff.Decision{Outcome: backoff.OutcomeExhausted}
+		}
+	case 0:
+		// Stored by an earlier try whose reply was lost: the decision is
+		// the one sent, its fire time known only roughly.
+		if r.Decision.Retry() {
+			r.FireAt = time.Now().Add(r.Decision.Delay)
+		}
+	}
+	return r
 }
 
 // call runs the handler, turning a panic into a failed attempt.
-func (w *Worker) call(ctx context.Context, j *Job) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return w.handler(ctx, j)
+func (w *Worker) call(ctx context.Context, j *Job) error {
+	err, perr := safe.Value("handler", nil, func() error { return w.handler(ctx, j) })
+	if perr != nil {
+		return perr
+	}
+	return err
 }
 
 // decide is the worker's retry hook: the rule (with the job's own cap) for
-// the failed attempt j.Attempt, jitter keyed by [Worker.source].
+// the failed attempt j.Attempt, jitter keyed by [Worker.source]. It never
+// panics: a panic while deciding (a policy's Delay, or errors.As walking a
+// hostile error) is reported and the attempt decided by [Worker.fallback].
+// A retry's delay is clamped to MaxDelay, as the fail script applies it.
 func (w *Worker) decide(j *Job, err error) backoff.Decision {
-	rule := w.rule
+	rule := w.ruleFor(j.Name)
 	if j.MaxAttempts > 0 && j.MaxAttempts != rule.MaxAttempts() {
 		if r, rerr := backoff.NewRule(rule.Policy(), j.MaxAttempts); rerr == nil {
 			rule = r
 		}
 	}
-	return rule.Decide(j.Attempt, err, w.source(j))
+	src := w.source(j)
+	d, perr := safe.Value("policy", backoff.Decision{}, func() backoff.Decision { return rule.Decide(j.Attempt, err, src) })
+	if perr != nil {
+		w.report(fmt.Errorf("native: deciding attempt %d of job %q on queue %q panicked, deciding with the fallback delay %s: %w",
+			j.Attempt, j.ID, j.Queue, w.fallback, perr))
+		d = w.fallbackDecision(j, rule, err)
+	}
+	if d.Retry() {
+		// What the fail script applies, and so what observers are told.
+		d.Delay = clampDelay(d.Delay)
+	}
+	return d
+}
+
+// fallbackDecision decides failed attempt j.Attempt without the policy:
+// permanent if err can be told to be, exhausted at the rule's cap, else a
+// retry after the fallback delay.
+func (w *Worker) fallbackDecision(j *Job, rule backoff.Rule, err error) backoff.Decision {
+	if perm, perr := safe.Value("policy", false, func() bool { return backoff.IsPermanent(err) }); perr == nil && perm {
+		return backoff.Decision{Outcome: backoff.OutcomePermanent}
+	}
+	if j.Attempt >= rule.MaxAttempts() {
+		return backoff.Decision{Outcome: backoff.OutcomeExhausted}
+	}
+	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: w.fallback}
 }
 
 // source returns j's jitter source: WithKey's choice, or backoff.Key(j.ID).
-func (w *Worker) source(j *Job) (src backoff.Source) {
+func (w *Worker) source(j *Job) backoff.Source {
 	if w.key == nil {
 		return backoff.Key(j.ID)
 	}
-	defer func() {
-		if v := recover(); v != nil {
-			w.report(fmt.Errorf("native: key function panicked on job %q of queue %q, keying by job ID: %w",
-				j.ID, j.Queue, &PanicError{Value: v, Stack: debug.Stack()}))
-			src = backoff.Key(j.ID)
-		}
-	}()
-	return w.key(j)
+	src, err := safe.Value("key", backoff.Source{}, func() backoff.Source { return w.key(j) })
+	if err != nil {
+		w.report(fmt.Errorf("native: key function panicked on job %q of queue %q, keying by job ID: %w", j.ID, j.Queue, err))
+		return backoff.Key(j.ID)
+	}
+	return src
 }
 
 // finish runs a storing script, retrying with the reconnect backoff while
@@ -682,13 +1007,7 @@ func (w *Worker) finish(id string, first *finishReq, call func(ctx context.Conte
 			cancel()
 		}
 		if err == nil {
-			switch parseInt(res[0]) {
-			case -1:
-				return res, fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id)
-			case -2:
-				return res, fmt.Errorf("%w (queue %q, job %q)", ErrNotFound, w.q.name, id)
-			}
-			return res, nil
+			return res, w.refusal(id, res, nil)
 		}
 		var rerr redis.Error
 		if errors.As(err, &rerr) && !isTransient(err) {
@@ -702,6 +1021,29 @@ func (w *Worker) finish(id string, first *finishReq, call func(ctx context.Conte
 			return nil, err
 		}
 	}
+}
+
+// refusal turns an outcome script's reply res for job id into the error it
+// means, if any: err as it is, ErrLeaseLost for a stale lease, ErrNotFound
+// for an unknown job.
+func (w *Worker) refusal(id string, res []any, err error) error {
+	if err != nil {
+		return err
+	}
+	switch parseInt(res[0]) {
+	case -1:
+		return fmt.Errorf("%w (queue %q, job %q)", ErrLeaseLost, w.q.name, id)
+	case -2:
+		return fmt.Errorf("%w (queue %q, job %q)", ErrNotFound, w.q.name, id)
+	}
+	return nil
+}
+
+// errorText is the text stored for a failed attempt's error: err.Error()
+// even when that panics or err is a typed nil, made valid UTF-8 and cut to
+// MaxErrorBytes (internal/safe).
+func errorText(err error) string {
+	return safe.Truncate(safe.Message(err), MaxErrorBytes)
 }
 
 // isTransient reports whether a Redis error reply is worth retrying.
@@ -764,33 +1106,4 @@ func (w *Worker) failArgs(id, token string, d backoff.Decision, maxAttempts int,
 		rec = 1
 	}
 	return []any{w.q.failFor.Milliseconds(), w.q.failMost, id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
-}
-
-func (w *Worker) observeStart(ctx context.Context, a observe.Attempt) (out context.Context) {
-	if w.observer == nil {
-		return ctx
-	}
-	out = ctx
-	defer func() {
-		if v := recover(); v != nil {
-			out = ctx
-			w.report(fmt.Errorf("native: observer AttemptStarted panicked: %v", v))
-		}
-	}()
-	if c := w.observer.AttemptStarted(ctx, a); c != nil {
-		out = c
-	}
-	return out
-}
-
-func (w *Worker) observeEnd(ctx context.Context, a observe.Attempt, r observe.Result) {
-	if w.observer == nil {
-		return
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			w.report(fmt.Errorf("native: observer AttemptEnded panicked: %v", v))
-		}
-	}()
-	w.observer.AttemptEnded(ctx, a, r)
 }

@@ -5,7 +5,7 @@
 -- as if it had been sent alone.
 -- KEYS: 1 jobs, 2 active, 3 completed
 -- ARGV: 1 retention ms (> 0), 2 most completed jobs kept (-1 = no count
---       limit), then for each job: id, lease token, metadata (JSON; "-"
+--       limit), then for each job: id, lease token, metadata (packed by the host; "-"
 --       keeps the stored one)
 -- Returns one reply per job, in order: {1, finished_ms}; {0} already
 -- completed with this token; {-1} the lease is not the caller's (stale

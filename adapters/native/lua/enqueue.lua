@@ -1,7 +1,7 @@
 -- enqueue: adds one job, to the wait list or, with a delay, to the delayed set.
 -- KEYS: 1 jobs, 2 wait, 3 delayed, 4 marker, 5 counter
 -- ARGV: 1 id, 2 payload, 3 name, 4 max attempts (0 = the worker's rule),
---       5 delay (microseconds), 6 metadata (JSON, "" for none)
+--       5 delay (microseconds), 6 metadata (packed by the host, "" for none)
 -- Returns {0} when the ID is taken, {1, created_ms} when waiting,
 -- {2, fire_ms} when delayed.
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then

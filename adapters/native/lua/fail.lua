@@ -9,7 +9,7 @@
 -- ARGV: 1 failed retention ms (> 0), 2 most failed jobs kept (-1 = no
 --       count limit), then for each job: id, lease token, delay
 --       (microseconds), permanent (1/0), max attempts, error text,
---       metadata (JSON; "-" keeps the stored one), reclaim (1: only if the
+--       metadata (packed by the host; "-" keeps the stored one), reclaim (1: only if the
 --       lease has expired)
 -- Returns one reply per job, in order: {1, attempts, fire_ms} retried;
 -- {2, attempts, finished_ms} failed; {0} already finished with this token;
@@ -56,7 +56,15 @@ for k, id in ipairs(ids) do
     ended[id] = token
     done[#done + 1] = id
     stored[#stored + 1] = id
-    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, token, ARGV[a + 6], ARGV[a + 7])
+    -- A reclaim ends the attempt of another reservation, whose worker may
+    -- still come back with its own outcome: it must be told its lease is
+    -- gone, not that its outcome was stored, so the reclaim does not
+    -- record that reservation's token as the one that ended the attempt.
+    local ftok = token
+    if ARGV[a + 8] == '1' then
+      ftok = ''
+    end
+    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, ftok, ARGV[a + 6], ARGV[a + 7])
   end
 end
 if #done == 0 then

@@ -21,9 +21,13 @@ local function fire_ms(us, delay_us)
 end
 
 -- Moves up to 1000 due jobs from the delayed set to the back of the due
--- list, oldest fire time first. Returns how many moved.
+-- list, oldest fire time first. Returns how many moved. A score below zero
+-- (no fire time this package writes) counts as due rather than parking its
+-- job for good.
 local function promote_due(delayed_key, due_key, now_ms)
-  local due = redis.call('ZRANGEBYSCORE', delayed_key, 0, num((now_ms + 1) * 4096 - 1), 'LIMIT', 0, 1000)
+  -- Everything scored below the next millisecond's first score, which is
+  -- a multiple of 4096 and so exact as a double whatever the fire time.
+  local due = redis.call('ZRANGEBYSCORE', delayed_key, '-inf', '(' .. num((now_ms + 1) * 4096), 'LIMIT', 0, 1000)
   if #due > 0 then
     redis.call('ZREM', delayed_key, unpack(due))
     redis.call('RPUSH', due_key, unpack(due))
@@ -47,8 +51,15 @@ end
 
 -- The delayed score: fire time in ms times 0x1000, plus a sequence number
 -- (taken from counter_key) that keeps jobs due in the same millisecond in
--- FIFO order.
+-- FIFO order. A double holds every integer only up to 2^53, which the
+-- score passes with fire times after 2039-09-07T15:47:35.551Z (2^41 ms):
+-- from there the score is the fire time alone, still exact, so a job is
+-- never due early, and jobs due in the same millisecond run in the order
+-- of their IDs instead.
 local function delayed_score(fire_ms, seq)
+  if fire_ms >= 2199023255552 then
+    return num(fire_ms * 4096)
+  end
   return num(fire_ms * 4096 + seq % 4096)
 end
 
