@@ -40,7 +40,10 @@
 //     The insert middleware writes it into every job's max_attempts, and at
 //     work time the middleware sets the running job's MaxAttempts to the cap,
 //     so River itself discards a job whose attempt number has reached the cap:
-//     exhausted jobs end `discarded`, as they do without rebound. A job that was
+//     exhausted jobs end `discarded`, as they do without rebound. A cap above
+//     32767 gives up after 32767 runs: PostgreSQL stores attempt numbers in a
+//     smallint, and River numbering a 32768th run would make every fetch of
+//     the job's queue fail. A job that was
 //     retried by hand past its cap (River's JobRetry grants one more run) gets
 //     that run and is discarded again if it fails.
 //   - river.JobSnooze and river.JobCancel returned by a worker keep River's

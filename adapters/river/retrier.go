@@ -23,9 +23,18 @@ const System = "river"
 // [WithFallbackDelay] sets another.
 const DefaultFallbackDelay = time.Minute
 
-// maxStoredAttempts is the largest max_attempts River's PostgreSQL schema can
-// hold (a smallint column).
+// maxStoredAttempts is the largest attempt number River's PostgreSQL schema
+// can hold (attempt and max_attempts are smallint columns). River numbers a
+// job's next run when it fetches it, so a job that failed its 32767th run
+// must not be retried: its next fetch would fail with "smallint out of
+// range", and with it every fetch of its queue.
 const maxStoredAttempts = math.MaxInt16
+
+// attemptsCap is the number of runs a job under rule gets: the rule's
+// MaxAttempts, at most maxStoredAttempts.
+func attemptsCap(rule backoff.Rule) int {
+	return min(rule.MaxAttempts(), maxStoredAttempts)
+}
 
 // A Retrier applies a [backoff.Rule] to River jobs. Put the same value in
 // river.Config as RetryPolicy and in Middleware: it is a
@@ -178,8 +187,8 @@ func (r *Retrier) IsMiddleware() bool { return true }
 // attempts cap of its kind's rule, replacing whatever the insert options or
 // the client's MaxAttempts said, so River's own bookkeeping (the job row,
 // the UI, the rescuer) agrees with the rule. Caps above 32767, the most the
-// PostgreSQL column holds, are stored as 32767; the work-time guard still
-// applies the full cap.
+// PostgreSQL column holds, are stored as 32767, and such a job gives up
+// after 32767 runs (see [Retrier.Work]).
 func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
 	for _, p := range manyParams {
 		if p == nil {
@@ -189,7 +198,7 @@ func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobIns
 		if kind == "" && p.Args != nil {
 			kind = p.Args.Kind()
 		}
-		p.MaxAttempts = min(r.Rule(kind).MaxAttempts(), maxStoredAttempts)
+		p.MaxAttempts = attemptsCap(r.Rule(kind))
 	}
 	return doInner(ctx)
 }
@@ -203,7 +212,9 @@ func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobIns
 //   - otherwise the retry time is recorded for NextRetry.
 //
 // Before the worker runs, job.MaxAttempts is set to the rule's cap, so the
-// worker and River both see the cap the rule sets. Snoozes and the worker's
+// worker and River both see the cap the rule sets. A cap above 32767 is
+// applied as 32767: PostgreSQL stores attempt numbers in a smallint, and a
+// retry after the 32767th run would stop the job's queue. Snoozes and the worker's
 // own river.JobCancel keep River's meaning. A panic in the worker is decided
 // like an error and then re-raised.
 //
@@ -221,7 +232,8 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 	}
 	rule := r.Rule(job.Kind)
 	r.store.drop(job.ID) // a new attempt supersedes anything left from the last
-	job.MaxAttempts = rule.MaxAttempts()
+	limit := attemptsCap(rule)
+	job.MaxAttempts = limit
 
 	a := observe.Attempt{
 		System:      System,
@@ -229,7 +241,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		JobID:       strconv.FormatInt(job.ID, 10),
 		Kind:        job.Kind,
 		Number:      job.Attempt,
-		MaxAttempts: rule.MaxAttempts(),
+		MaxAttempts: limit,
 		Carrier:     newMetadataCarrier(ctx, job.Metadata),
 	}
 	octx := r.started(ctx, a)
@@ -288,6 +300,9 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 	}
 
 	d := r.decide(rule, job.Attempt, err, r.source(job))
+	if d.Retry() && job.Attempt >= attemptsCap(rule) {
+		d = backoff.Decision{Outcome: backoff.OutcomeExhausted}
+	}
 	switch d.Outcome {
 	case backoff.OutcomePermanent:
 		return observe.Result{Err: err, Decision: d}, river.JobCancel(err)
@@ -414,7 +429,7 @@ func (r *Retrier) fallbackDecision(rule backoff.Rule, attempt int, err error) (d
 	switch {
 	case backoff.IsPermanent(err):
 		return backoff.Decision{Outcome: backoff.OutcomePermanent}
-	case attempt >= rule.MaxAttempts():
+	case attempt >= attemptsCap(rule):
 		return backoff.Decision{Outcome: backoff.OutcomeExhausted}
 	}
 	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}

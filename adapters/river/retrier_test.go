@@ -167,6 +167,25 @@ func TestAttemptsCap(t *testing.T) {
 	}
 }
 
+// A cap above what PostgreSQL stores (32767, a smallint) gives up at 32767
+// runs: River is never asked to retry a job whose next attempt number it
+// cannot store.
+func TestCapAboveStorableGivesUpAtStorable(t *testing.T) {
+	o := &recordingObserver{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 40000), WithObserver(o))
+	job := &rivertype.JobRow{ID: 9, Attempt: math.MaxInt16 - 1, MaxAttempts: math.MaxInt16}
+	if _, retried, _ := attempt(r, job, errBoom); !retried {
+		t.Fatal("attempt 32766 of a 40000 cap: no retry, want one")
+	}
+	job = &rivertype.JobRow{ID: 9, Attempt: math.MaxInt16, MaxAttempts: math.MaxInt16}
+	if _, retried, _ := attempt(r, job, errBoom); retried || job.MaxAttempts > math.MaxInt16 {
+		t.Fatalf("attempt 32767 of a 40000 cap: retried %v with job.MaxAttempts %d, want exhausted at 32767", retried, job.MaxAttempts)
+	}
+	if got := o.ended[1].Outcome(); got != "exhausted" || o.started[1].MaxAttempts != math.MaxInt16 {
+		t.Fatalf("observer heard %s with MaxAttempts %d, want exhausted of 32767", got, o.started[1].MaxAttempts)
+	}
+}
+
 func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
 	for i, err := range []error{river.JobSnooze(time.Minute), river.JobCancel(errBoom), nil} {

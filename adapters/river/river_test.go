@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -67,17 +68,30 @@ type rtEnv[TTx any] struct {
 	driver riverdriver.Driver[TTx]
 	tx     func(t testing.TB) TTx
 	schema string
+	// setAttempt overwrites a job's stored attempt number in tx, as if it
+	// had run that many times.
+	setAttempt func(t testing.TB, tx TTx, id int64, attempt int)
 }
 
 // forBackends runs body on PostgreSQL and on SQLite.
 func forBackends(t *testing.T, pg func(t *testing.T, e rtEnv[pgxTx]), lite func(t *testing.T, e rtEnv[sqlTx])) {
 	t.Run("postgres", func(t *testing.T) {
 		pool, schema := postgresDB(t)
-		pg(t, rtEnv[pgxTx]{driver: riverpgxv5.New(nil), tx: func(t testing.TB) pgxTx { return pgTx(t, pool) }, schema: schema})
+		pg(t, rtEnv[pgxTx]{driver: riverpgxv5.New(nil), tx: func(t testing.TB) pgxTx { return pgTx(t, pool) }, schema: schema,
+			setAttempt: func(t testing.TB, tx pgxTx, id int64, attempt int) {
+				if _, err := tx.Exec(context.Background(), "UPDATE "+schema+".river_job SET attempt = $1 WHERE id = $2", attempt, id); err != nil {
+					t.Fatalf("set attempt: %v", err)
+				}
+			}})
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		db := sqliteDB(t)
-		lite(t, rtEnv[sqlTx]{driver: riversqlite.New(nil), tx: func(t testing.TB) sqlTx { return sqliteTx(t, db) }})
+		lite(t, rtEnv[sqlTx]{driver: riversqlite.New(nil), tx: func(t testing.TB) sqlTx { return sqliteTx(t, db) },
+			setAttempt: func(t testing.TB, tx sqlTx, id int64, attempt int) {
+				if _, err := tx.Exec("UPDATE river_job SET attempt = ? WHERE id = ?", attempt, id); err != nil {
+					t.Fatalf("set attempt: %v", err)
+				}
+			}})
 	})
 }
 
@@ -169,6 +183,33 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 		res, _ = w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, &river.InsertOpts{MaxAttempts: 50})
 		if res.Job.MaxAttempts != 2 {
 			t.Fatalf("inserted through the middleware: max_attempts %d, want the rule's 2", res.Job.MaxAttempts)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+
+	// A rule whose cap is above 32767, the largest attempt number
+	// PostgreSQL stores (smallint), gives up at 32767 runs: a retry after
+	// that run would make every later fetch of the queue fail with
+	// "smallint out of range".
+	t.Run("CapAboveSmallint", func(t *testing.T) {
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 1<<20), WithLogger(quietLogs))
+		w := testWorker(t, e, r)
+		tx := e.tx(t)
+		res, _ := w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, nil)
+		if res.Job.MaxAttempts != math.MaxInt16 {
+			t.Fatalf("inserted max_attempts %d, want 32767", res.Job.MaxAttempts)
+		}
+		ins, err := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
+		if err == nil || ins.Job.State == rivertype.JobStateDiscarded {
+			t.Fatalf("attempt 1: %v, state %s; want a failure to retry", err, ins.Job.State)
+		}
+		e.setAttempt(t, tx, ins.Job.ID, math.MaxInt16-1)
+		ins.Job.Attempt = math.MaxInt16 - 1
+		res, _ = w.WorkJob(ctx, t, tx, ins.Job)
+		if res.Job.Attempt != math.MaxInt16 || res.Job.State != rivertype.JobStateDiscarded {
+			t.Fatalf("run 32767: attempt %d, state %s; want discarded at 32767", res.Job.Attempt, res.Job.State)
 		}
 		if r.Pending() != 0 {
 			t.Fatalf("Pending = %d, want 0", r.Pending())
