@@ -20,7 +20,10 @@
 // River's retry hook, ClientRetryPolicy.NextRetry, sees the job row but not the
 // error of the attempt that just failed, so the Retrier's worker middleware
 // decides right after the attempt, while the error is at hand, and hands the
-// fire time to NextRetry through a table keyed by job ID. Only attempts that
+// fire time to NextRetry through a table keyed by the job row itself: River
+// passes one attempt's *rivertype.JobRow to both, so a decision never
+// reaches another job, not even one with the same ID on another database
+// served by the same Retrier. Only attempts that
 // River is about to retry leave an entry, and NextRetry takes it out; an entry
 // that River never asks for (an ErrorHandler that cancels the job, a worker
 // whose own NextRetry answers first) expires after a few minutes, so the

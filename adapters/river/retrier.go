@@ -231,7 +231,6 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		return doInner(ctx)
 	}
 	rule := r.Rule(job.Kind)
-	r.store.drop(job.ID) // a new attempt supersedes anything left from the last
 	limit := attemptsCap(rule)
 	job.MaxAttempts = limit
 
@@ -308,7 +307,7 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 		return observe.Result{Err: err, Decision: d}, river.JobCancel(err)
 	case backoff.OutcomeRetry:
 		fireAt := ceil(now.Add(d.Delay))
-		r.store.put(job.ID, entry{attempt: job.Attempt, fireAt: fireAt, stored: now})
+		r.store.put(job, entry{id: job.ID, attempt: job.Attempt, fireAt: fireAt, stored: now})
 		return observe.Result{Err: err, Decision: d, FireAt: fireAt}, err
 	default:
 		// Exhausted: River discards a job whose attempt has reached its
@@ -400,7 +399,7 @@ func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
 	if job == nil {
 		return time.Time{}
 	}
-	e, ok := r.store.take(job.ID, job.Attempt)
+	e, ok := r.store.take(job)
 	if !ok {
 		return time.Time{}
 	}

@@ -321,12 +321,13 @@ func TestOrphanedEntriesExpire(t *testing.T) {
 		t.Fatalf("Pending = %d, want 100 orphans", r.Pending())
 	}
 	clock = clock.Add(entryTTL + time.Second)
-	_ = r.Work(context.Background(), &rivertype.JobRow{ID: 1000, Attempt: 1, MaxAttempts: 5}, func(context.Context) error { return errBoom })
+	job := &rivertype.JobRow{ID: 1000, Attempt: 1, MaxAttempts: 5}
+	_ = r.Work(context.Background(), job, func(context.Context) error { return errBoom })
 	if r.Pending() != 1 {
 		t.Fatalf("Pending = %d after the TTL, want only the fresh entry", r.Pending())
 	}
-	// A stale entry for an older attempt of the same job is not used.
-	job := &rivertype.JobRow{ID: 1000, Attempt: 2, MaxAttempts: 5}
+	// An entry recorded for another attempt number is not used.
+	job.Attempt = 2
 	if got := r.WorkerNextRetry(job); !got.IsZero() {
 		t.Fatalf("WorkerNextRetry for attempt 2 used attempt 1's entry: %v", got)
 	}
