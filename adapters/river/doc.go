@@ -24,11 +24,22 @@
 // passes one attempt's *rivertype.JobRow to both, so a decision never
 // reaches another job, not even one with the same ID on another database
 // served by the same Retrier. Only attempts that
-// River is about to retry leave an entry, and NextRetry takes it out; an entry
-// that River never asks for (an ErrorHandler that cancels the job, a worker
-// whose own NextRetry answers first) expires after a few minutes, so the
-// table never grows with the number of jobs run. [Retrier.Pending] reports
-// its size.
+// River is about to retry leave an entry, and NextRetry takes it out and
+// reports the attempt to the observer with the time River is given. An entry
+// River never asks for is forgotten on its own, with no further call into
+// the Retrier, within two seconds of River finishing with the attempt (five
+// minutes if the attempt's context never ends), so the table never grows
+// with the number of jobs run; [Retrier.Pending] reports its size. River
+// skips NextRetry only when it cancels the job instead (its ErrorHandler
+// returned SetCancelled, or the job was cancelled remotely as the attempt
+// ended), so such an attempt is reported as permanent.
+//
+// Put the Retrier first in Config.Middleware, so that it sees the error
+// River acts on: a middleware outside it (a worker's own Middleware runs
+// outside all of Config.Middleware) that changes or swallows the error,
+// or a worker whose own NextRetry answers without [Retrier.WorkerNextRetry],
+// decides in the Retrier's place, and the attempt is then reported as
+// permanent too.
 //
 // # Mapping
 //

@@ -99,7 +99,8 @@ func WithKey(key func(job *rivertype.JobRow) backoff.Source) Option {
 
 // WithObserver reports every attempt the middleware sees to o: AttemptStarted
 // before the worker runs (its context is passed down to the worker) and
-// AttemptEnded once the retry decision is made (snoozes and runs cut short
+// AttemptEnded once River has been handed the decision: when the middleware
+// returns, or for a retry when River asks NextRetry for its time (snoozes and runs cut short
 // by a stopping client are reported with [observe.Result.Counting] set; see
 // [Retrier.Work]). The attempt's Carrier reads
 // the job's metadata and writes with river.MetadataSet, so values set during
@@ -153,9 +154,9 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 		rule:     rule,
 		fallback: DefaultFallbackDelay,
 		logger:   slog.Default(),
-		store:    newStore(),
 		now:      time.Now,
 	}
+	r.store = newStore(r.forgotten)
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -176,8 +177,10 @@ func (r *Retrier) Rule(kind string) backoff.Rule {
 }
 
 // Pending returns how many captured retry decisions wait for River to call
-// NextRetry. It stays near the number of jobs failing at this moment; entries
-// River never asks for expire after a few minutes.
+// NextRetry. It stays near the number of jobs failing at this moment: River
+// asks for a decision microseconds after the middleware takes it, and one
+// River never asks for is forgotten within two seconds of River finishing
+// with the attempt (five minutes when the attempt's context never ends).
 func (r *Retrier) Pending() int { return r.store.len() }
 
 // IsMiddleware marks a Retrier as River middleware.
@@ -259,25 +262,36 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		} else {
 			perr = errors.New("worker goroutine exited without returning")
 		}
-		res, _ := r.settle(ctx, job, rule, perr)
-		r.ended(octx, a, res)
+		r.settle(ctx, octx, job, rule, a, perr)
 		if p != nil {
 			panic(p)
 		}
 	}()
 	err = doInner(octx)
 	returned = true
+	return r.settle(ctx, octx, job, rule, a, err)
+}
 
-	res, err := r.settle(ctx, job, rule, err)
-	r.ended(octx, a, res)
+// settle turns an attempt's error into the error to hand back to River and
+// reports the attempt: at once when River acts on the returned error alone,
+// or, for a retry, when River asks NextRetry for its time (see
+// [Retrier.NextRetry]).
+func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule backoff.Rule, a observe.Attempt, err error) error {
+	res, err, retry := r.outcome(ctx, job, rule, err)
+	if !retry {
+		r.ended(octx, a, res)
+		return err
+	}
+	r.store.put(job, &entry{id: job.ID, attempt: job.Attempt, fireAt: res.FireAt, ctx: ctx, octx: octx, a: a, res: res})
 	return err
 }
 
-// settle turns an attempt's error into the result to report and the error to
-// hand back to River, recording the retry time when River will ask for it.
-func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backoff.Rule, err error) (observe.Result, error) {
+// outcome decides what follows an attempt that returned err: the result to
+// report, the error to hand back to River, and whether River will ask
+// NextRetry for a retry time.
+func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backoff.Rule, err error) (observe.Result, error, bool) {
 	if err == nil {
-		return observe.Result{}, nil
+		return observe.Result{}, nil, false
 	}
 	now := r.now()
 
@@ -286,16 +300,16 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 		// Not an attempt: River reruns the job after the snooze without
 		// counting it, and does not call NextRetry.
 		d := max(snooze.Duration, 0)
-		return uncounted(err, observe.Snoozed, d, now), err
+		return uncounted(err, observe.Snoozed, d, now), err, false
 	}
 	var cancel *rivertype.JobCancelError
 	if errors.As(err, &cancel) || errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
-		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err
+		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err, false
 	}
 	if stopping(ctx, err) {
 		// The client is stopping: River puts the job back as it was, to
 		// run at once, without counting the attempt or calling NextRetry.
-		return uncounted(err, observe.Interrupted, 0, now), err
+		return uncounted(err, observe.Interrupted, 0, now), err, false
 	}
 
 	d := r.decide(rule, job.Attempt, err, r.source(job))
@@ -304,17 +318,29 @@ func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backof
 	}
 	switch d.Outcome {
 	case backoff.OutcomePermanent:
-		return observe.Result{Err: err, Decision: d}, river.JobCancel(err)
+		return observe.Result{Err: err, Decision: d}, river.JobCancel(err), false
 	case backoff.OutcomeRetry:
-		fireAt := ceil(now.Add(d.Delay))
-		r.store.put(job, entry{id: job.ID, attempt: job.Attempt, fireAt: fireAt, stored: now})
-		return observe.Result{Err: err, Decision: d, FireAt: fireAt}, err
+		return observe.Result{Err: err, Decision: d, FireAt: ceil(now.Add(d.Delay))}, err, true
 	default:
 		// Exhausted: River discards a job whose attempt has reached its
 		// MaxAttempts, and this is the same *JobRow it checks.
 		job.MaxAttempts = job.Attempt
-		return observe.Result{Err: err, Decision: d}, err
+		return observe.Result{Err: err, Decision: d}, err, false
 	}
+}
+
+// forgotten reports an attempt whose retry River never asked for. River
+// skips NextRetry for a failed attempt with attempts left only when it
+// cancels the job instead: its ErrorHandler returned SetCancelled, or the
+// job was cancelled remotely as the attempt ended. So the attempt is
+// reported as permanent. (A middleware outside the Retrier that changes
+// the attempt's error, or a worker whose NextRetry answers without
+// WorkerNextRetry, also leaves River's choice unseen; it is reported the
+// same way.)
+func (r *Retrier) forgotten(e *entry) {
+	res := e.res
+	res.Decision, res.FireAt = backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
+	r.ended(e.octx, e.a, res)
 }
 
 // uncounted is the result of a run River does not count as an attempt: it
@@ -394,7 +420,8 @@ func (r *Retrier) NextRetry(job *rivertype.JobRow) (t time.Time) {
 //		return w.retrier.WorkerNextRetry(job.JobRow)
 //	}
 //
-// A non-zero result is never before now.
+// A non-zero result is never before now. Handing it out reports the
+// attempt to the observer, with the time River is given.
 func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
 	if job == nil {
 		return time.Time{}
@@ -403,7 +430,17 @@ func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
 	if !ok {
 		return time.Time{}
 	}
-	return later(e.fireAt, r.now())
+	res := e.res
+	res.FireAt = later(e.fireAt, r.now())
+	if errors.Is(context.Cause(e.ctx), rivertype.ErrJobCancelledRemotely) {
+		// Cancelled remotely after the attempt ended: River stores the
+		// job cancelled whatever time it is given.
+		res.Decision, res.FireAt = backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
+		r.ended(e.octx, e.a, res)
+		return later(e.fireAt, r.now())
+	}
+	r.ended(e.octx, e.a, res)
+	return res.FireAt
 }
 
 // decide is rule.Decide, recovering from a panicking policy: the permanent

@@ -307,26 +307,14 @@ func TestNextRetryNeverInThePast(t *testing.T) {
 	}
 }
 
-// An entry River never asks for (an ErrorHandler cancelled the job, or a
-// worker's own NextRetry answered) expires.
-func TestOrphanedEntriesExpire(t *testing.T) {
+// A decision is handed out only for the attempt it was taken for.
+func TestEntryForAnotherAttemptIsNotUsed(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
-	clock := base
-	r.now = func() time.Time { return clock }
-	r.store.now = r.now
-	for id := range int64(100) {
-		_ = r.Work(context.Background(), &rivertype.JobRow{ID: id, Attempt: 1, MaxAttempts: 5}, func(context.Context) error { return errBoom })
-	}
-	if r.Pending() != 100 {
-		t.Fatalf("Pending = %d, want 100 orphans", r.Pending())
-	}
-	clock = clock.Add(entryTTL + time.Second)
 	job := &rivertype.JobRow{ID: 1000, Attempt: 1, MaxAttempts: 5}
 	_ = r.Work(context.Background(), job, func(context.Context) error { return errBoom })
 	if r.Pending() != 1 {
-		t.Fatalf("Pending = %d after the TTL, want only the fresh entry", r.Pending())
+		t.Fatalf("Pending = %d after a failed attempt, want 1", r.Pending())
 	}
-	// An entry recorded for another attempt number is not used.
 	job.Attempt = 2
 	if got := r.WorkerNextRetry(job); !got.IsZero() {
 		t.Fatalf("WorkerNextRetry for attempt 2 used attempt 1's entry: %v", got)
@@ -411,6 +399,10 @@ func TestObserverReports(t *testing.T) {
 		sawCtx = ctx.Value(obsKey{}) == "77"
 		return errBoom
 	})
+	if len(o.ended) != 0 {
+		t.Fatalf("a retry was reported before River asked for its time: %+v", o.ended)
+	}
+	next := r.NextRetry(job)
 	if !sawCtx {
 		t.Error("the worker did not get the context AttemptStarted returned")
 	}
@@ -430,8 +422,8 @@ func TestObserverReports(t *testing.T) {
 	if !o.ctxOK {
 		t.Error("AttemptEnded did not get the context AttemptStarted returned")
 	}
-	if !r.NextRetry(job).Equal(res.FireAt) {
-		t.Errorf("NextRetry %v differs from the reported FireAt %v", r.NextRetry(job), res.FireAt)
+	if !next.Equal(res.FireAt) {
+		t.Errorf("NextRetry %v differs from the reported FireAt %v", next, res.FireAt)
 	}
 
 	// The last attempt reports exhausted, a permanent error permanent.
@@ -496,6 +488,7 @@ func TestObserverReportsCounting(t *testing.T) {
 		o.ended = nil
 		job := &rivertype.JobRow{ID: int64(100 + i), Attempt: 1, MaxAttempts: 3}
 		returned := r.Work(c.ctx, job, c.worker)
+		got := r.WorkerNextRetry(job)
 		if len(o.ended) != 1 {
 			t.Fatalf("%s: %d results reported, want 1", c.name, len(o.ended))
 		}
@@ -510,7 +503,7 @@ func TestObserverReportsCounting(t *testing.T) {
 		if c.uncounted != observe.Counted && (!res.Decision.Retry() || !base.Add(res.Decision.Delay).Equal(c.fireAt)) {
 			t.Errorf("%s: decision %+v, want River's rerun after the time until FireAt", c.name, res.Decision)
 		}
-		if got := r.WorkerNextRetry(job); got.IsZero() == c.entry || (c.entry && !got.Equal(res.FireAt)) {
+		if got.IsZero() == c.entry || (c.entry && !got.Equal(res.FireAt)) {
 			t.Errorf("%s: captured retry time %v, want one (%v) only when River calls NextRetry", c.name, got, c.entry)
 		}
 	}
