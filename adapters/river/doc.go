@@ -72,8 +72,9 @@
 //     cancellation cause, so a start context cancelled with a cause of the
 //     caller's own (context.WithCancelCause) is reported as interrupted
 //     although River counts it.
-//   - A worker panic is retried like an error and then re-raised, so River still
-//     records it as a panic with its stack trace.
+//   - A worker panic is decided like an error and then re-raised, so River
+//     still records it as a panic with its stack trace; the observer is told
+//     an [*observe.PanicError] with Op "handler", as on every adapter.
 //
 // NextRetry never returns a zero time or a time in the past (River would fall
 // back to its own policy): a decision taken a moment before is clamped to

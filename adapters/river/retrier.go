@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -258,7 +259,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		p := recover()
 		var perr error
 		if p != nil {
-			perr = fmt.Errorf("panic: %v", p)
+			perr = &observe.PanicError{Op: "handler", Value: p, Stack: debug.Stack()}
 		} else {
 			perr = errors.New("worker goroutine exited without returning")
 		}

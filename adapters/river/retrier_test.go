@@ -199,9 +199,11 @@ func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
 	}
 }
 
-// A worker panic is decided like an error, and River still sees the panic.
+// A worker panic is decided like an error, and River still sees the panic;
+// the observer is told an *observe.PanicError, as on every adapter.
 func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
-	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
+	o := &recordingObserver{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 11, Attempt: 1, MaxAttempts: 3}
 	func() {
 		defer func() {
@@ -213,6 +215,10 @@ func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
 	}()
 	if got := r.NextRetry(job).Sub(base); got != time.Second {
 		t.Fatalf("NextRetry after a panic: +%v, want +1s", got)
+	}
+	var pe *observe.PanicError
+	if len(o.ended) != 1 || !errors.As(o.ended[0].Err, &pe) || pe.Op != "handler" || pe.Value != "worker bug" || len(pe.Stack) == 0 {
+		t.Fatalf("observer heard %+v, want a retry whose error is *observe.PanicError{Op: handler, Value: worker bug, Stack}", o.ended)
 	}
 }
 
