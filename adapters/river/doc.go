@@ -76,6 +76,18 @@
 //     still records it as a panic with its stack trace; the observer is told
 //     an [*observe.PanicError] with Op "handler", as on every adapter.
 //
+// # Hostile errors
+//
+// River prints a failed attempt's error and stores the text in the job's
+// errors column, outside any recover: an error whose Error method panics,
+// a typed nil, or one whose Unwrap, Is or As panics would take the worker
+// process down, and a message with a NUL byte makes PostgreSQL refuse the
+// update, leaving the job running. The middleware hands River an error
+// whose text is always safe instead: the panic is reported, a typed nil
+// reads as its type, NUL bytes and invalid UTF-8 become U+FFFD, and a
+// message longer than [MaxErrorBytes] is cut. The attempt is one failed
+// attempt like any other, and the observer is told the text River stored.
+//
 // NextRetry never returns a zero time or a time in the past (River would fall
 // back to its own policy): a decision taken a moment before is clamped to
 // now, and a policy that panics is recovered and replaced by the fallback

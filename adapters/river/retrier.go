@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -290,24 +291,23 @@ func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule 
 // outcome decides what follows an attempt that returned err: the result to
 // report, the error to hand back to River, and whether River will ask
 // NextRetry for a retry time.
-func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backoff.Rule, err error) (observe.Result, error, bool) {
-	if err == nil {
+func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backoff.Rule, raw error) (observe.Result, error, bool) {
+	if raw == nil {
 		return observe.Result{}, nil, false
 	}
 	now := r.now()
+	err, v := r.inspect(ctx, raw)
 
-	var snooze *rivertype.JobSnoozeError
-	if errors.As(err, &snooze) {
+	if v.snooze != nil {
 		// Not an attempt: River reruns the job after the snooze without
 		// counting it, and does not call NextRetry.
-		d := max(snooze.Duration, 0)
+		d := max(v.snooze.Duration, 0)
 		return uncounted(err, observe.Snoozed, d, now), err, false
 	}
-	var cancel *rivertype.JobCancelError
-	if errors.As(err, &cancel) || errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
+	if v.cancelled || errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
 		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err, false
 	}
-	if stopping(ctx, err) {
+	if v.stopping {
 		// The client is stopping: River puts the job back as it was, to
 		// run at once, without counting the attempt or calling NextRetry.
 		return uncounted(err, observe.Interrupted, 0, now), err, false
@@ -470,6 +470,11 @@ func (r *Retrier) fallbackDecision(rule backoff.Rule, attempt int, err error) (d
 		return backoff.Decision{Outcome: backoff.OutcomeExhausted}
 	}
 	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}
+}
+
+// report logs an internal error: a recovered panic of user code.
+func (r *Retrier) report(err error) {
+	r.logger.Error("reboundriver: recovered", slog.String("err", safe.Message(err)))
 }
 
 // delay is the policy's delay for attempt, or the fallback if it panics.
