@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // textPanics is an error whose Error method panics.
@@ -64,6 +65,8 @@ func (w *hostileWorker) Work(ctx context.Context, job *river.Job[hostileArgs]) e
 		return backoff.Permanent(textPanics{})
 	case "cancel-text-panics":
 		return river.JobCancel(textPanics{})
+	case "panic-permanent":
+		panic(backoff.Permanent(errScripted))
 	case "max-hint":
 		return backoff.RetryAfter(errScripted, math.MaxInt64)
 	case "timeout":
@@ -159,6 +162,21 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 			}
 		})
 	}
+
+	// A panic whose value is an error marked permanent cancels the job, as
+	// the observer is told, rather than being retried.
+	t.Run("PanicPermanent", func(t *testing.T) {
+		o := &recordingObserver{}
+		r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
+		res := hostileRun(t, e, r, nil, "panic-permanent")
+		var pe *observe.PanicError
+		if res.Job.State != rivertype.JobStateCancelled || len(o.ended) != 1 || o.ended[0].Outcome() != "permanent" || !errors.As(o.ended[0].Err, &pe) {
+			t.Fatalf("state %s, observer heard %+v; want cancelled, told permanent with the panic", res.Job.State, o.ended)
+		}
+		if got := res.Job.Errors[0].Error; got != "JobCancelError: rebound: handler panicked: scripted failure" {
+			t.Fatalf("stored message %q, want the panic under one JobCancelError", got)
+		}
+	})
 
 	// The longest delays a policy or a hint can ask for are stored as
 	// they are (River stores times up to year 294276 on PostgreSQL and

@@ -256,7 +256,9 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 			return
 		}
 		// The worker panicked (or called runtime.Goexit): decide as for an
-		// error, report, and let the panic carry on to River.
+		// error, report, and let the panic carry on to River, which records
+		// it with its stack; a panic with an error marked permanent cancels
+		// the job instead, which a panic cannot tell River.
 		p := recover()
 		var perr error
 		if p != nil {
@@ -264,28 +266,35 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		} else {
 			perr = errors.New("worker goroutine exited without returning")
 		}
-		r.settle(ctx, octx, job, rule, a, perr)
+		if ret, permanent := r.settle(ctx, octx, job, rule, a, perr); permanent {
+			if _, ok := ret.(*rivertype.JobCancelError); !ok {
+				ret = river.JobCancel(ret)
+			}
+			err = ret
+			return
+		}
 		if p != nil {
 			panic(p)
 		}
 	}()
 	err = doInner(octx)
 	returned = true
-	return r.settle(ctx, octx, job, rule, a, err)
+	err, _ = r.settle(ctx, octx, job, rule, a, err)
+	return err
 }
 
 // settle turns an attempt's error into the error to hand back to River and
 // reports the attempt: at once when River acts on the returned error alone,
 // or, for a retry, when River asks NextRetry for its time (see
-// [Retrier.NextRetry]).
-func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule backoff.Rule, a observe.Attempt, err error) error {
+// [Retrier.NextRetry]). permanent says the job ends cancelled.
+func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule backoff.Rule, a observe.Attempt, err error) (_ error, permanent bool) {
 	res, err, retry := r.outcome(ctx, job, rule, err)
 	if !retry {
 		r.ended(octx, a, res)
-		return err
+		return err, res.Err != nil && res.Decision.Outcome == backoff.OutcomePermanent
 	}
 	r.store.put(job, &entry{id: job.ID, attempt: job.Attempt, fireAt: res.FireAt, ctx: ctx, octx: octx, a: a, res: res})
-	return err
+	return err, false
 }
 
 // outcome decides what follows an attempt that returned err: the result to
