@@ -74,7 +74,28 @@
 //     although River counts it.
 //   - A worker panic is decided like an error and then re-raised, so River
 //     still records it as a panic with its stack trace; the observer is told
-//     an [*observe.PanicError] with Op "handler", as on every adapter.
+//     an [*observe.PanicError] with Op "handler", as on every adapter. A
+//     panic with an error marked [backoff.Permanent] cancels the job.
+//   - A worker that outlives River's JobTimeout (or its Worker.Timeout) and
+//     returns the context's error has failed one counted attempt, decided
+//     by the rule like any error; one that ignores the timeout and returns
+//     nil has succeeded.
+//   - river.Client.JobCancel from any client, while the job runs, cancels
+//     the attempt's context with River's remote-cancel cause; River then
+//     ends the job cancelled whatever the worker returns, except nil, and
+//     the observer hears permanent. If the worker fails in the moment
+//     between the cancel request and its arrival, River still stores the
+//     job cancelled, but the observer heard the retry. JobCancel of a job
+//     waiting for its retry runs nothing of the Retrier's: the observer's
+//     last word on it is that retry.
+//   - River's rescuer takes back a job whose worker has run longer than
+//     RescueStuckJobsAfter and asks NextRetry with the row it read, which
+//     the middleware never saw: NextRetry applies the kind's rule to the
+//     attempt number without an error (a RetryAfter hint of the stuck
+//     attempt is unknown). If that worker is still alive, its outcome is
+//     reported when it ends, but River does not store it (and River's
+//     completer does not check the attempt number, so it overwrites a
+//     newer run of the job that is running at that moment).
 //
 // # Hostile errors
 //
