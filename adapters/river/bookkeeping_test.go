@@ -3,6 +3,7 @@ package reboundriver
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // cancelErrors is an ErrorHandler that cancels every failed job.
@@ -52,9 +54,11 @@ func waitPending(t testing.TB, r *Retrier, timeout time.Duration) {
 // Retrier swallows their error, and checks the Retrier forgets them.
 func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriver.Driver[TTx], string)) {
 	const n = 20
-	run := func(t *testing.T, configure func(cfg *river.Config, r *Retrier), want rivertype.JobState) *recordingObserver {
+	run := func(t *testing.T, configure func(cfg *river.Config, r *Retrier), want rivertype.JobState) (*recordingObserver, *atomic.Int64) {
 		o := &recordingObserver{}
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o))
+		gaveUp := new(atomic.Int64)
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o),
+			WithGiveUp(func(context.Context, observe.GiveUp) { gaveUp.Add(1) }))
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &scriptWorker{})
 		driver, schema := newDriver(t)
@@ -70,10 +74,13 @@ func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.
 		}
 		waitAllInState(t, client, n, want, time.Minute)
 		waitPending(t, r, 10*time.Second)
-		return o
+		return o, gaveUp
 	}
 	t.Run("ErrorHandlerCancels", func(t *testing.T) {
-		o := run(t, func(cfg *river.Config, _ *Retrier) { cfg.ErrorHandler = cancelErrors{} }, rivertype.JobStateCancelled)
+		o, gaveUp := run(t, func(cfg *river.Config, _ *Retrier) { cfg.ErrorHandler = cancelErrors{} }, rivertype.JobStateCancelled)
+		if gaveUp.Load() != n {
+			t.Errorf("give-up hook called %d times for %d jobs an ErrorHandler cancelled, want once each", gaveUp.Load(), n)
+		}
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		if len(o.ended) != n {

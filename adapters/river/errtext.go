@@ -66,14 +66,14 @@ func (r *Retrier) inspect(ctx context.Context, raw error) (error, verdict) {
 	msg, textErr := safe.Value("error text", "", raw.Error)
 	switch {
 	case textErr != nil:
-		r.report(textErr)
+		r.notify.Report(textErr)
 		msg = safe.Message(raw)
 	case walkErr == nil && storable(msg):
 		return raw, v
 	}
 	msg = storableText(msg)
 	if walkErr != nil {
-		r.report(walkErr)
+		r.notify.Report(walkErr)
 		return &attemptError{msg: msg}, verdict{}
 	}
 	return &attemptError{msg: msg, err: raw}, v

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/notify"
 	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
@@ -49,9 +50,8 @@ type Retrier struct {
 	rule     backoff.Rule
 	kinds    map[string]backoff.Rule
 	key      func(*rivertype.JobRow) backoff.Source
-	observer observe.Observer
 	fallback time.Duration
-	logger   *slog.Logger
+	notify   notify.Notifier
 	store    *store
 	now      func() time.Time
 }
@@ -85,56 +85,82 @@ func WithKindRule(kind string, rule backoff.Rule) Option {
 	}
 }
 
-// WithKey sets the function that picks a job's jitter source. The default is
-// backoff.Key(strconv.FormatInt(job.ID, 10)), which makes one job's schedule
-// reproducible and identical on every rebound adapter. A key function that
-// panics is recovered and the default key used.
+// WithKey sets the function that picks a job's jitter source. The default,
+// also used when key is nil, is backoff.Key(strconv.FormatInt(job.ID, 10)),
+// which makes one job's schedule reproducible and identical on every
+// rebound adapter. A key function that panics is recovered: the default key
+// is used and the panic reported as an [*observe.PanicError] with Op "key".
 func WithKey(key func(job *rivertype.JobRow) backoff.Source) Option {
 	return func(r *Retrier) error {
-		if key == nil {
-			return errors.New("reboundriver: WithKey: key function is nil, want a function")
-		}
 		r.key = key
 		return nil
 	}
 }
 
-// WithObserver reports every attempt the middleware sees to o: AttemptStarted
-// before the worker runs (its context is passed down to the worker) and
-// AttemptEnded once River has been handed the decision: when the middleware
-// returns, or for a retry when River asks NextRetry for its time (snoozes and runs cut short
-// by a stopping client are reported with [observe.Result.Counting] set; see
-// [Retrier.Work]). The attempt's Carrier reads
-// the job's metadata and writes with river.MetadataSet, so values set during
-// one attempt are read back by the next. Panics in o are recovered.
+// WithObserver reports every attempt the middleware sees to o (nil: none):
+// AttemptStarted before the worker runs (its context is passed down to the
+// worker) and AttemptEnded once River has been handed the decision: when
+// the middleware returns, or for a retry when River asks NextRetry for its
+// time (snoozes and runs cut short by a stopping client are reported with
+// [observe.Result.Counting] set; see [Retrier.Work]). The attempt's Carrier
+// reads the job's metadata and, until the worker returns, writes with
+// river.MetadataSet, so values set during one attempt are read back by the
+// next. A panic in o is recovered and reported.
 func WithObserver(o observe.Observer) Option {
 	return func(r *Retrier) error {
-		r.observer = o
+		r.notify.Observer = o
+		return nil
+	}
+}
+
+// WithGiveUp sets the hook told about every job the rule gives up on (nil:
+// none): once per job that ends exhausted (River discards it) or permanent
+// (River cancels it, including a job cancelled with river.JobCancel, by an
+// ErrorHandler or with Client.JobCancel while it runs), after the observer
+// was told the same attempt, never for a job that later succeeds. See
+// [observe.GiveUpFunc].
+func WithGiveUp(hook observe.GiveUpFunc) Option {
+	return func(r *Retrier) error {
+		r.notify.GiveUp = hook
+		return nil
+	}
+}
+
+// WithErrorHandler sets where internal errors go: recovered panics of user
+// code (policy, key function, observer, give-up hook, an error's own
+// methods), each an [*observe.PanicError]. nil, the default, logs them with
+// slog.Default at level Error. A panic in handle is logged.
+func WithErrorHandler(handle func(error)) Option {
+	return func(r *Retrier) error {
+		r.notify.OnError = handle
 		return nil
 	}
 }
 
 // WithFallbackDelay sets the retry delay used when the policy panics (a
-// foreign backoff.Policy with a bug). d must be positive; the default is
+// foreign backoff.Policy with a bug, or an error whose methods panic while
+// the rule reads it). d must be positive; the default is
 // [DefaultFallbackDelay].
 func WithFallbackDelay(d time.Duration) Option {
 	return func(r *Retrier) error {
 		if d <= 0 {
-			return fmt.Errorf("reboundriver: fallback delay %s is not positive, want > 0", d)
+			return fmt.Errorf("reboundriver: WithFallbackDelay: %v is not positive, want > 0", d)
 		}
 		r.fallback = d
 		return nil
 	}
 }
 
-// WithLogger sets where recovered panics are logged; the default is
-// slog.Default().
+// WithLogger sets where internal errors are logged when no
+// [WithErrorHandler] is given; the default is slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(r *Retrier) error {
 		if l == nil {
 			return errors.New("reboundriver: WithLogger: logger is nil, want a *slog.Logger")
 		}
-		r.logger = l
+		if r.notify.OnError == nil {
+			r.notify.OnError = func(err error) { l.Error("reboundriver: internal error", slog.String("err", safe.Message(err))) }
+		}
 		return nil
 	}
 }
@@ -155,7 +181,7 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 	r := &Retrier{
 		rule:     rule,
 		fallback: DefaultFallbackDelay,
-		logger:   slog.Default(),
+		notify:   notify.Notifier{Prefix: "reboundriver"},
 		now:      time.Now,
 	}
 	r.store = newStore(r.forgotten)
@@ -248,7 +274,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		MaxAttempts: limit,
 		Carrier:     newMetadataCarrier(ctx, job.Metadata),
 	}
-	octx := r.started(ctx, a)
+	octx := r.notify.Started(ctx, a)
 
 	returned := false
 	defer func() {
@@ -290,7 +316,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule backoff.Rule, a observe.Attempt, err error) (_ error, permanent bool) {
 	res, err, retry := r.outcome(ctx, job, rule, err)
 	if !retry {
-		r.ended(octx, a, res)
+		r.notify.Ended(octx, a, res)
 		return err, res.Err != nil && res.Decision.Outcome == backoff.OutcomePermanent
 	}
 	r.store.put(job, &entry{id: job.ID, attempt: job.Attempt, fireAt: res.FireAt, ctx: ctx, octx: octx, a: a, res: res})
@@ -323,9 +349,6 @@ func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backo
 	}
 
 	d := r.decide(rule, job.Attempt, err, r.source(job))
-	if d.Retry() && job.Attempt >= attemptsCap(rule) {
-		d = backoff.Decision{Outcome: backoff.OutcomeExhausted}
-	}
 	switch d.Outcome {
 	case backoff.OutcomePermanent:
 		return observe.Result{Err: err, Decision: d}, river.JobCancel(err), false
@@ -350,7 +373,7 @@ func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backo
 func (r *Retrier) forgotten(e *entry) {
 	res := e.res
 	res.Decision, res.FireAt = backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
-	r.ended(e.octx, e.a, res)
+	r.notify.Ended(e.octx, e.a, res)
 }
 
 // uncounted is the result of a run River does not count as an attempt: it
@@ -397,8 +420,8 @@ func stopping(ctx context.Context, err error) bool {
 func (r *Retrier) NextRetry(job *rivertype.JobRow) (t time.Time) {
 	now := r.now()
 	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: NextRetry panicked; using the fallback delay", slog.Any("panic", p))
+		if p := recover(); p != nil { // a bug of the Retrier's own: River must still get a time
+			r.notify.Report(fmt.Errorf("reboundriver: NextRetry panicked, retrying after the fallback delay: %v", p))
 			t = now.Add(r.fallback)
 		}
 	}()
@@ -446,34 +469,36 @@ func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
 		// Cancelled remotely after the attempt ended: River stores the
 		// job cancelled whatever time it is given.
 		res.Decision, res.FireAt = backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
-		r.ended(e.octx, e.a, res)
+		r.notify.Ended(e.octx, e.a, res)
 		return later(e.fireAt, r.now())
 	}
-	r.ended(e.octx, e.a, res)
+	r.notify.Ended(e.octx, e.a, res)
 	return res.FireAt
 }
 
-// decide is rule.Decide, recovering from a panicking policy: the permanent
-// mark and the cap still apply, and a retry waits the fallback delay.
-func (r *Retrier) decide(rule backoff.Rule, attempt int, err error, src backoff.Source) (d backoff.Decision) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: retry policy panicked; using the fallback delay",
-				slog.String("rule", safeString(rule)), slog.Any("panic", p))
-			d = r.fallbackDecision(rule, attempt, err)
-		}
-	}()
-	return rule.Decide(attempt, err, src)
+// decide is rule.Decide with the attempts cap River can store, guarded: a
+// panic (a foreign policy, or an error whose methods panic while the rule
+// reads it) is reported as an *observe.PanicError with Op "policy", and the
+// permanent mark and the cap still apply; otherwise the job retries after
+// the fallback delay.
+func (r *Retrier) decide(rule backoff.Rule, attempt int, err error, src backoff.Source) backoff.Decision {
+	d, perr := safe.Value("policy", backoff.Decision{}, func() backoff.Decision { return rule.Decide(attempt, err, src) })
+	if perr != nil {
+		r.notify.Report(perr)
+		d = r.fallbackDecision(rule, attempt, err)
+	}
+	if d.Retry() && attempt >= attemptsCap(rule) {
+		d = backoff.Decision{Outcome: backoff.OutcomeExhausted}
+	}
+	return d
 }
 
-func (r *Retrier) fallbackDecision(rule backoff.Rule, attempt int, err error) (d backoff.Decision) {
-	defer func() {
-		if recover() != nil { // an error whose As or Unwrap panics
-			d = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}
-		}
-	}()
+// fallbackDecision is the decision after the policy panicked.
+func (r *Retrier) fallbackDecision(rule backoff.Rule, attempt int, err error) backoff.Decision {
+	permanent, perr := safe.Value("error text", false, func() bool { return backoff.IsPermanent(err) })
+	r.notify.Report(perr)
 	switch {
-	case backoff.IsPermanent(err):
+	case permanent:
 		return backoff.Decision{Outcome: backoff.OutcomePermanent}
 	case attempt >= attemptsCap(rule):
 		return backoff.Decision{Outcome: backoff.OutcomeExhausted}
@@ -481,65 +506,25 @@ func (r *Retrier) fallbackDecision(rule backoff.Rule, attempt int, err error) (d
 	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}
 }
 
-// report logs an internal error: a recovered panic of user code.
-func (r *Retrier) report(err error) {
-	r.logger.Error("reboundriver: recovered", slog.String("err", safe.Message(err)))
+// delay is the policy's delay for attempt, or the fallback delay if it
+// panics (reported as for decide).
+func (r *Retrier) delay(rule backoff.Rule, attempt int, src backoff.Source) time.Duration {
+	d, perr := safe.Value("policy", r.fallback, func() time.Duration { return backoff.Delay(rule.Policy(), attempt, src) })
+	r.notify.Report(perr)
+	return d
 }
 
-// delay is the policy's delay for attempt, or the fallback if it panics.
-func (r *Retrier) delay(rule backoff.Rule, attempt int, src backoff.Source) (d time.Duration) {
-	defer func() {
-		if recover() != nil {
-			d = r.fallback
-		}
-	}()
-	return backoff.Delay(rule.Policy(), attempt, src)
-}
-
-// source returns job's jitter source, keyed by its ID unless WithKey says
-// otherwise.
-func (r *Retrier) source(job *rivertype.JobRow) (src backoff.Source) {
+// source returns job's jitter source: WithKey's function, or
+// backoff.Key(job ID) when there is none or it panics (reported as an
+// *observe.PanicError with Op "key").
+func (r *Retrier) source(job *rivertype.JobRow) backoff.Source {
 	def := backoff.Key(strconv.FormatInt(job.ID, 10))
 	if r.key == nil {
 		return def
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: key function panicked; keying by job ID", slog.Any("panic", p))
-			src = def
-		}
-	}()
-	return r.key(job)
-}
-
-// started calls the observer's AttemptStarted, recovering from a panic.
-func (r *Retrier) started(ctx context.Context, a observe.Attempt) (out context.Context) {
-	if r.observer == nil {
-		return ctx
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: observer AttemptStarted panicked", slog.Any("panic", p))
-			out = ctx
-		}
-	}()
-	if out = r.observer.AttemptStarted(ctx, a); out == nil {
-		out = ctx
-	}
-	return out
-}
-
-// ended calls the observer's AttemptEnded, recovering from a panic.
-func (r *Retrier) ended(ctx context.Context, a observe.Attempt, res observe.Result) {
-	if r.observer == nil {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: observer AttemptEnded panicked", slog.Any("panic", p))
-		}
-	}()
-	r.observer.AttemptEnded(ctx, a, res)
+	src, perr := safe.Value("key", def, func() backoff.Source { return r.key(job) })
+	r.notify.Report(perr)
+	return src
 }
 
 // Resolution is the precision of the fire times a Retrier hands River: they
@@ -564,13 +549,4 @@ func ceil(t time.Time) time.Time {
 		r = r.Add(Resolution)
 	}
 	return r
-}
-
-func safeString(rule backoff.Rule) (s string) {
-	defer func() {
-		if recover() != nil {
-			s = "<unprintable>"
-		}
-	}()
-	return rule.String()
 }

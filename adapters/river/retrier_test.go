@@ -74,8 +74,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"zero rule", backoff.Rule{}, nil, "zero backoff.Rule"},
 		{"zero kind rule", good, []Option{WithKindRule("k", backoff.Rule{})}, `WithKindRule("k")`},
 		{"empty kind", good, []Option{WithKindRule("", good)}, "kind is empty"},
-		{"nil key", good, []Option{WithKey(nil)}, "key function is nil"},
-		{"zero fallback", good, []Option{WithFallbackDelay(0)}, "fallback delay 0s is not positive"},
+		{"zero fallback", good, []Option{WithFallbackDelay(0)}, "WithFallbackDelay: 0s is not positive, want > 0"},
 		{"nil logger", good, []Option{WithLogger(nil)}, "logger is nil"},
 	}
 	for _, c := range cases {
@@ -327,6 +326,55 @@ func TestEntryForAnotherAttemptIsNotUsed(t *testing.T) {
 	}
 	if r.Pending() != 0 {
 		t.Fatalf("Pending = %d, want 0", r.Pending())
+	}
+}
+
+// Options given nil mean "none" or "the default", never an error.
+func TestNilOptionsMeanDefault(t *testing.T) {
+	r, err := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), nil, WithKey(nil), WithObserver(nil), WithGiveUp(nil), WithErrorHandler(nil))
+	if err != nil {
+		t.Fatalf("New with nil options: %v", err)
+	}
+	r.now = func() time.Time { return base }
+	job := &rivertype.JobRow{ID: 4, Attempt: 1}
+	if next, _, _ := attempt(r, job, errBoom); next.Sub(base) != time.Second {
+		t.Fatalf("NextRetry +%v, want +1s", next.Sub(base))
+	}
+}
+
+// Every recovered panic of user code reaches the error handler once, as an
+// *observe.PanicError naming what panicked; the give-up hook hears each
+// job given up once, after the observer.
+func TestReports(t *testing.T) {
+	var reports []string
+	onError := func(err error) {
+		var pe *observe.PanicError
+		if !errors.As(err, &pe) {
+			t.Errorf("error handler told %v, want an *observe.PanicError", err)
+			return
+		}
+		reports = append(reports, pe.Op)
+	}
+	var gaveUp []string
+	hook := func(_ context.Context, g observe.GiveUp) {
+		gaveUp = append(gaveUp, fmt.Sprintf("%s %d %v %v", g.Attempt.JobID, g.Attempt.Number, g.Outcome, g.Err))
+	}
+	broken, _ := backoff.NewRule(panicPolicy{}, 3)
+	r := newFixed(t, broken, WithErrorHandler(onError), WithGiveUp(hook), WithObserver(&recordingObserver{panics: true}),
+		WithKey(func(*rivertype.JobRow) backoff.Source { panic("key bug") }))
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 1, Attempt: 1}, errBoom)
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 2, Attempt: 3}, errBoom)
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 3, Attempt: 1}, backoff.Permanent(errBoom))
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 4, Attempt: 1}, textPanics{})
+	want := "observer key policy observer " + // job 1: started, key, policy, ended
+		"observer key observer " + // job 2: exhausted, the policy is not asked
+		"observer key observer " + // job 3: permanent, the policy is not asked
+		"observer error text key policy observer" // job 4
+	if got := strings.Join(reports, " "); got != want {
+		t.Errorf("error handler told panics of\n %s\nwant\n %s", got, want)
+	}
+	if got := strings.Join(gaveUp, "; "); got != "2 3 exhausted boom; 3 1 permanent boom" {
+		t.Errorf("give-up hook told %q, want job 2 exhausted at 3 and job 3 permanent at 1", got)
 	}
 }
 
