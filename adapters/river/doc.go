@@ -6,16 +6,22 @@
 // # Plugging in
 //
 // One [Retrier] value goes into the user's own river.Config twice: as
-// RetryPolicy and in Middleware.
+// RetryPolicy and in Plugins, where River installs it as worker middleware,
+// insert middleware and a work-end hook.
 //
 //	retrier, err := reboundriver.New(rule, reboundriver.WithObserver(obs))
 //	...
 //	client, err := river.NewClient(driver, &river.Config{
 //		RetryPolicy: retrier,
-//		Middleware:  []rivertype.Middleware{retrier},
+//		Plugins:     []rivertype.Plugin{retrier},
 //		Workers:     workers,
 //		...
 //	})
+//
+// Installed in Config.Middleware instead, it does everything but the
+// work-end hook, so a worker that outlives its timeout and then returns nil
+// counts as a success, as River counts it. Installed in both, it works each
+// attempt once.
 //
 // River's retry hook, ClientRetryPolicy.NextRetry, sees the job row but not the
 // error of the attempt that just failed, so the Retrier's worker middleware
@@ -34,12 +40,12 @@
 // returned SetCancelled, or the job was cancelled remotely as the attempt
 // ended), so such an attempt is reported as permanent.
 //
-// Put the Retrier first in Config.Middleware, so that it sees the error
-// River acts on: a middleware outside it (a worker's own Middleware runs
-// outside all of Config.Middleware) that changes or swallows the error,
-// or a worker whose own NextRetry answers without [Retrier.WorkerNextRetry],
-// decides in the Retrier's place, and the attempt is then reported as
-// permanent too.
+// The Retrier must see the error River acts on. River enters Plugins
+// before Config.Middleware, in list order, and a worker's own Middleware
+// outside all of them: a middleware outside the Retrier that changes or
+// swallows the error, or a worker whose own NextRetry answers without
+// [Retrier.WorkerNextRetry], decides in the Retrier's place, and the
+// attempt is then reported as permanent too.
 //
 // # Mapping
 //
@@ -76,10 +82,10 @@
 //     still records it as a panic with its stack trace; the observer is told
 //     an [*observe.PanicError] with Op "handler", as on every adapter. A
 //     panic with an error marked [backoff.Permanent] cancels the job.
-//   - A worker that outlives River's JobTimeout (or its Worker.Timeout) and
-//     returns the context's error has failed one counted attempt, decided
-//     by the rule like any error; one that ignores the timeout and returns
-//     nil has succeeded.
+//   - A worker that outlives River's JobTimeout (or its Worker.Timeout) has
+//     failed one counted attempt, decided by the rule like any error,
+//     whatever it returns: [Retrier.WorkEnd] turns a late nil into
+//     context.DeadlineExceeded (with the Retrier in Plugins).
 //   - river.Client.JobCancel from any client, while the job runs, cancels
 //     the attempt's context with River's remote-cancel cause; River then
 //     ends the job cancelled whatever the worker returns, except nil, and

@@ -86,7 +86,7 @@ func hostileRun[TTx any](t *testing.T, e rtEnv[TTx], r *Retrier, cfg func(*river
 	t.Helper()
 	config := &river.Config{
 		Logger:      watchRetryWarnings(t),
-		Middleware:  []rivertype.Middleware{r},
+		Plugins:     []rivertype.Plugin{r},
 		RetryPolicy: r,
 		Schema:      e.schema,
 	}
@@ -211,7 +211,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	})
 
 	// A handler that outlives River's JobTimeout is one failed, counted
-	// attempt; one that ignores the timeout and succeeds has succeeded.
+	// attempt, whatever it returns.
 	timeout := func(c *river.Config) { c.JobTimeout = 20 * time.Millisecond }
 	t.Run("Timeout", func(t *testing.T) {
 		o := &recordingObserver{}
@@ -226,8 +226,9 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 		o := &recordingObserver{}
 		r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
 		res := hostileRun(t, e, r, timeout, "timeout-ignored")
-		if res.Job.State != rivertype.JobStateCompleted || len(o.ended) != 1 || o.ended[0].Outcome() != "success" {
-			t.Fatalf("state %s, observer heard %+v; want a success", res.Job.State, o.ended)
+		if res.Job.State != rivertype.JobStateRetryable || len(res.Job.Errors) != 1 || res.Job.Errors[0].Error != context.DeadlineExceeded.Error() ||
+			len(o.ended) != 1 || o.ended[0].Outcome() != "retry" || !errors.Is(o.ended[0].Err, context.DeadlineExceeded) {
+			t.Fatalf("state %s, errors %+v, observer heard %+v; want a retry of context.DeadlineExceeded, counted", res.Job.State, res.Job.Errors, o.ended)
 		}
 	})
 }

@@ -40,10 +40,12 @@ func attemptsCap(rule backoff.Rule) int {
 }
 
 // A Retrier applies a [backoff.Rule] to River jobs. Put the same value in
-// river.Config as RetryPolicy and in Middleware: it is a
+// river.Config as RetryPolicy and in Plugins: it is a
 // river.ClientRetryPolicy, a rivertype.WorkerMiddleware that captures each
-// attempt's outcome and enforces the attempts cap, and a
-// rivertype.JobInsertMiddleware that writes the cap into inserted jobs.
+// attempt's outcome and enforces the attempts cap, a
+// rivertype.JobInsertMiddleware that writes the cap into inserted jobs, and
+// a rivertype.HookWorkEnd that counts an attempt outliving its timeout as
+// a failure.
 //
 // A Retrier is safe for concurrent use by any number of clients and workers.
 type Retrier struct {
@@ -61,6 +63,8 @@ var (
 	_ river.ClientRetryPolicy       = (*Retrier)(nil)
 	_ rivertype.WorkerMiddleware    = (*Retrier)(nil)
 	_ rivertype.JobInsertMiddleware = (*Retrier)(nil)
+	_ rivertype.HookWorkEnd         = (*Retrier)(nil)
+	_ rivertype.Plugin              = (*Retrier)(nil)
 )
 
 // An Option configures a [Retrier].
@@ -214,6 +218,32 @@ func (r *Retrier) Pending() int { return r.store.len() }
 // IsMiddleware marks a Retrier as River middleware.
 func (r *Retrier) IsMiddleware() bool { return true }
 
+// workingKey marks a context the Retrier's Work runs the job with; its value
+// is the job.
+type workingKey struct{}
+
+// WorkEnd implements rivertype.HookWorkEnd (when the Retrier is installed
+// in river.Config's Plugins): River calls it as the worker returns, with the
+// attempt's context, which carries River's JobTimeout or the worker's
+// Timeout. A worker that returns nil after that deadline has outlived its
+// timeout: WorkEnd turns the nil into context.DeadlineExceeded, so the
+// attempt is one failed attempt, decided by the rule, as it is on every
+// rebound adapter (River on its own would record a success). Any other
+// result passes through unchanged.
+func (r *Retrier) WorkEnd(ctx context.Context, _ *rivertype.JobRow, err error) error {
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// IsHook marks a Retrier as a River hook.
+func (r *Retrier) IsHook() bool { return true }
+
+// IsPlugin marks a Retrier as a River plugin, installed in river.Config's
+// Plugins as both middleware and hook.
+func (r *Retrier) IsPlugin() bool { return true }
+
 // InsertMany sets the max_attempts of every job being inserted to the
 // attempts cap of its kind's rule, replacing whatever the insert options or
 // the client's MaxAttempts said, so River's own bookkeeping (the job row,
@@ -258,7 +288,9 @@ func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobIns
 // back to run at once). River reruns both without counting them or calling
 // NextRetry.
 func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
-	if job == nil {
+	if job == nil || ctx.Value(workingKey{}) == job {
+		// Installed twice (as a plugin and as middleware): the outer
+		// Work is already at it.
 		return doInner(ctx)
 	}
 	rule := r.Rule(job.Kind)
@@ -274,7 +306,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		MaxAttempts: limit,
 		Carrier:     newMetadataCarrier(ctx, job.Metadata),
 	}
-	octx := r.notify.Started(ctx, a)
+	octx := context.WithValue(r.notify.Started(ctx, a), workingKey{}, job)
 
 	returned := false
 	defer func() {

@@ -378,6 +378,21 @@ func TestReports(t *testing.T) {
 	}
 }
 
+// A Retrier installed twice, as a plugin and as middleware, works each
+// attempt once.
+func TestInstalledTwiceWorksOnce(t *testing.T) {
+	o := &recordingObserver{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
+	job := &rivertype.JobRow{ID: 1, Attempt: 1}
+	_ = r.Work(context.Background(), job, func(ctx context.Context) error {
+		return r.Work(ctx, job, func(context.Context) error { return errBoom })
+	})
+	r.NextRetry(job)
+	if len(o.started) != 1 || len(o.ended) != 1 {
+		t.Fatalf("observer told %d starts and %d ends, want one of each", len(o.started), len(o.ended))
+	}
+}
+
 func TestKindRule(t *testing.T) {
 	slow := mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 10)
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 2), WithKindRule("slow", slow))
