@@ -296,6 +296,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 	rule := r.Rule(job.Kind)
 	limit := attemptsCap(rule)
 	job.MaxAttempts = limit
+	carrier := newMetadataCarrier(ctx, job.Metadata)
 
 	a := observe.Attempt{
 		System:      System,
@@ -304,7 +305,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		Kind:        job.Kind,
 		Number:      job.Attempt,
 		MaxAttempts: limit,
-		Carrier:     newMetadataCarrier(ctx, job.Metadata),
+		Carrier:     carrier,
 	}
 	octx := context.WithValue(r.notify.Started(ctx, a), workingKey{}, job)
 
@@ -313,6 +314,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		if returned {
 			return
 		}
+		carrier.seal()
 		// The worker panicked (or called runtime.Goexit): decide as for an
 		// error, report, and let the panic carry on to River, which records
 		// it with its stack; a panic with an error marked permanent cancels
@@ -337,6 +339,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 	}()
 	err = doInner(octx)
 	returned = true
+	carrier.seal()
 	err, _ = r.settle(ctx, octx, job, rule, a, err)
 	return err
 }

@@ -253,6 +253,14 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 		if md["rebound_seen"] != "2" || o.lastSeen.Load() != 1 {
 			t.Fatalf("metadata %v, observer read %d at attempt 2; want rebound_seen 2 and a read of 1", md, o.lastSeen.Load())
 		}
+		res, _ = w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, nil)
+		md = nil
+		if err := json.Unmarshal(res.Job.Metadata, &md); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := md["rebound_late"]; ok || md["rebound_seen"] != "1" {
+			t.Fatalf("metadata %v after a success: want rebound_seen 1 and no value Set after the worker returned", md)
+		}
 	})
 }
 
@@ -265,7 +273,9 @@ func (o *countingObserver) AttemptStarted(ctx context.Context, a observe.Attempt
 	a.Carrier.Set("rebound_seen", strconv.Itoa(n+1))
 	return ctx
 }
-func (o *countingObserver) AttemptEnded(context.Context, observe.Attempt, observe.Result) {}
+func (o *countingObserver) AttemptEnded(_ context.Context, a observe.Attempt, _ observe.Result) {
+	a.Carrier.Set("rebound_late", "1")
+}
 
 func TestRivertest(t *testing.T) {
 	forBackends(t, rivertestMappings[pgxTx], rivertestMappings[sqlTx])
