@@ -41,16 +41,16 @@ type verdict struct {
 	stopping  bool                      // the client is stopping and River will put it back
 }
 
-// inspect returns the error to hand River for raw (raw itself when River
-// can store it as it is) and what River will read from it. Every method of
+// inspect returns what River will read from raw and the error to hand River
+// for it (raw itself when River can store it as it is). Every method of
 // raw it calls is guarded: a panic in Error, Unwrap, Is or As is reported
 // as an *observe.PanicError with Op "error text", and the error handed on
 // is then one whose methods cannot panic.
-func (r *Retrier) inspect(ctx context.Context, raw error) (error, verdict) {
+func (r *Retrier) inspect(ctx context.Context, raw error) (verdict, error) {
 	if safe.IsNil(raw) {
 		// A typed nil: River counts it as a failure, and its methods are
 		// likely to dereference it.
-		return &attemptError{msg: safe.Message(raw)}, verdict{}
+		return verdict{}, &attemptError{msg: safe.Message(raw)}
 	}
 	var v verdict
 	walkErr := safe.Call("error text", func() {
@@ -69,14 +69,14 @@ func (r *Retrier) inspect(ctx context.Context, raw error) (error, verdict) {
 		r.notify.Report(textErr)
 		msg = safe.Message(raw)
 	case walkErr == nil && storable(msg):
-		return raw, v
+		return v, raw
 	}
 	msg = storableText(msg)
 	if walkErr != nil {
 		r.notify.Report(walkErr)
-		return &attemptError{msg: msg}, verdict{}
+		return verdict{}, &attemptError{msg: msg}
 	}
-	return &attemptError{msg: msg, err: raw}, v
+	return v, &attemptError{msg: msg, err: raw}
 }
 
 // storable reports whether River can store msg as it is.

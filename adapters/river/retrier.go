@@ -366,7 +366,7 @@ func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backo
 		return observe.Result{}, nil, false
 	}
 	now := r.now()
-	err, v := r.inspect(ctx, raw)
+	v, err := r.inspect(ctx, raw)
 
 	if v.snooze != nil {
 		// Not an attempt: River reruns the job after the snooze without

@@ -46,8 +46,7 @@ func (slowErrors) HandlePanic(context.Context, *rivertype.JobRow, any, string) *
 // sharedDecisions runs n jobs on each of two databases whose job IDs
 // collide, under one Retrier, each database's jobs failing with a hint of
 // their own, and checks every job was scheduled by its own decision.
-func sharedDecisions[TTx any](t *testing.T, drivers [2]riverdriver.Driver[TTx], schemas [2]string) {
-	const n = 200
+func sharedDecisions[TTx any](t *testing.T, n int, drivers [2]riverdriver.Driver[TTx], schemas [2]string) {
 	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 3), WithLogger(quietLogs))
 	hints := [2]time.Duration{time.Hour, 2 * time.Hour}
 	var clients [2]*river.Client[TTx]
@@ -133,9 +132,11 @@ func TestSharedRetrierAcrossDatabases(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		pool1, schema1 := postgresDB(t)
 		pool2, schema2 := postgresDB(t)
-		sharedDecisions(t, [2]riverdriver.Driver[pgxTx]{riverpgxv5.New(pool1), riverpgxv5.New(pool2)}, [2]string{schema1, schema2})
+		sharedDecisions(t, 200, [2]riverdriver.Driver[pgxTx]{riverpgxv5.New(pool1), riverpgxv5.New(pool2)}, [2]string{schema1, schema2})
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		sharedDecisions(t, [2]riverdriver.Driver[sqlTx]{riversqlite.New(sqliteDB(t)), riversqlite.New(sqliteDB(t))}, [2]string{})
+		// Fewer on SQLite, whose one connection per database makes each
+		// job slower, above all under the race detector.
+		sharedDecisions(t, 100, [2]riverdriver.Driver[sqlTx]{riversqlite.New(sqliteDB(t)), riversqlite.New(sqliteDB(t))}, [2]string{})
 	})
 }
