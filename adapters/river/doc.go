@@ -134,6 +134,29 @@
 // it): with 100 ms, retries measured on PostgreSQL ran a median 91 ms and at
 // most 286 ms late, against 834 ms and 1.1 s with the default.
 //
+// # Limits
+//
+// What River with a Retrier can store and promise, on PostgreSQL and SQLite
+// alike:
+//
+//   - Delay: any time.Duration. Now plus math.MaxInt64 is in 2318, which
+//     both backends store (PostgreSQL up to year 294276, SQLite's text
+//     format up to 9999), so a delay is never clamped, and never wraps
+//     into the past or runs at once.
+//   - Attempts: at most 32767 runs; a larger cap gives up there (see
+//     Mapping).
+//   - Resolution: fire times are rounded up to whole milliseconds
+//     ([Resolution]).
+//   - Error messages: at most [MaxErrorBytes] of each attempt's message is
+//     stored, as valid UTF-8 without NUL bytes (see Hostile errors).
+//   - Timeout: River's JobTimeout or the worker's Timeout, a context
+//     deadline, exact; an attempt that outlives it is one counted failure.
+//   - Shutdown: a run cut short by a stopping client is not an attempt
+//     ([observe.Interrupted]); the job runs again with the same number.
+//   - Operator cancel: a running job cancelled with JobCancel is permanent
+//     (the give-up hook hears it); a waiting one is cancelled without the
+//     Retrier hearing of it.
+//
 // # Per-kind rules
 //
 // [WithKindRule] gives one job kind its own rule; the middleware, NextRetry
