@@ -57,7 +57,7 @@ func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.
 	run := func(t *testing.T, configure func(cfg *river.Config, r *Retrier), want rivertype.JobState) (*recordingObserver, *atomic.Int64) {
 		o := &recordingObserver{}
 		gaveUp := new(atomic.Int64)
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o),
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o),
 			WithGiveUp(func(context.Context, observe.GiveUp) { gaveUp.Add(1) }))
 		workers := river.NewWorkers()
 		river.AddWorker(workers, &scriptWorker{})
@@ -118,7 +118,7 @@ func TestIdleEntriesExpire(t *testing.T) {
 	rule := mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5)
 	t.Run("ContextNeverEnds", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			r, _ := New(rule, WithLogger(quietLogs))
+			r, _ := New(rule, quietErrors)
 			_ = r.Work(context.Background(), &rivertype.JobRow{ID: 1, Attempt: 1}, func(context.Context) error { return errBoom })
 			if r.Pending() != 1 {
 				t.Fatalf("Pending = %d after a failed attempt, want 1", r.Pending())
@@ -132,7 +132,7 @@ func TestIdleEntriesExpire(t *testing.T) {
 	})
 	t.Run("ContextEnds", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			r, _ := New(rule, WithLogger(quietLogs))
+			r, _ := New(rule, quietErrors)
 			ctx, cancel := context.WithCancelCause(context.Background())
 			_ = r.Work(ctx, &rivertype.JobRow{ID: 1, Attempt: 1}, func(context.Context) error { return errBoom })
 			cancel(errors.New("executor finished"))

@@ -126,7 +126,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			o := &recordingObserver{}
-			r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
+			r, _ := New(rule, quietErrors, WithObserver(o))
 			before := time.Now()
 			res := hostileRun(t, e, r, nil, c.mode)
 			if res.Job.State != rivertype.JobStateRetryable || len(res.Job.Errors) != 1 {
@@ -152,7 +152,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	for _, mode := range []string{"permanent-text-panics", "cancel-text-panics"} {
 		t.Run(mode, func(t *testing.T) {
 			o := &recordingObserver{}
-			r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
+			r, _ := New(rule, quietErrors, WithObserver(o))
 			res := hostileRun(t, e, r, nil, mode)
 			if res.Job.State != rivertype.JobStateCancelled || len(res.Job.Errors) != 1 || !strings.Contains(res.Job.Errors[0].Error, "panicked") {
 				t.Fatalf("state %s, errors %+v; want cancelled with a readable message", res.Job.State, res.Job.Errors)
@@ -167,7 +167,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// the observer is told, rather than being retried.
 	t.Run("PanicPermanent", func(t *testing.T) {
 		o := &recordingObserver{}
-		r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
+		r, _ := New(rule, quietErrors, WithObserver(o))
 		res := hostileRun(t, e, r, nil, "panic-permanent")
 		var pe *observe.PanicError
 		if res.Job.State != rivertype.JobStateCancelled || len(o.ended) != 1 || o.ended[0].Outcome() != "permanent" || !errors.As(o.ended[0].Err, &pe) {
@@ -196,7 +196,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 		} {
 			t.Run(name, func(t *testing.T) {
 				o := &recordingObserver{}
-				r, _ := New(c.rule, WithLogger(quietLogs), WithObserver(o))
+				r, _ := New(c.rule, quietErrors, WithObserver(o))
 				before := time.Now()
 				res := hostileRun(t, e, r, nil, c.mode)
 				want := before.Add(math.MaxInt64)
@@ -215,7 +215,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	timeout := func(c *river.Config) { c.JobTimeout = 20 * time.Millisecond }
 	t.Run("Timeout", func(t *testing.T) {
 		o := &recordingObserver{}
-		r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
+		r, _ := New(rule, quietErrors, WithObserver(o))
 		res := hostileRun(t, e, r, timeout, "timeout")
 		if res.Job.State != rivertype.JobStateRetryable || len(o.ended) != 1 || o.ended[0].Outcome() != "retry" ||
 			!errors.Is(o.ended[0].Err, context.DeadlineExceeded) || !o.ended[0].FireAt.Equal(res.Job.ScheduledAt) {
@@ -224,7 +224,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	})
 	t.Run("TimeoutIgnored", func(t *testing.T) {
 		o := &recordingObserver{}
-		r, _ := New(rule, WithLogger(quietLogs), WithObserver(o))
+		r, _ := New(rule, quietErrors, WithObserver(o))
 		res := hostileRun(t, e, r, timeout, "timeout-ignored")
 		if res.Job.State != rivertype.JobStateRetryable || len(res.Job.Errors) != 1 || res.Job.Errors[0].Error != context.DeadlineExceeded.Error() ||
 			len(o.ended) != 1 || o.ended[0].Outcome() != "retry" || !errors.Is(o.ended[0].Err, context.DeadlineExceeded) {

@@ -87,7 +87,7 @@ func waitState[TTx any](t testing.TB, c *river.Client[TTx], id int64, state rive
 func remoteCancel[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriver.Driver[TTx], string)) {
 	setup := func(t *testing.T) (*river.Client[TTx], *river.Client[TTx], *gateWorker, *recordingObserver, *Retrier) {
 		o := &recordingObserver{}
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o))
 		w := newGateWorker()
 		workers := river.NewWorkers()
 		river.AddWorker(workers, w)
@@ -179,7 +179,7 @@ func TestRescuedJob(t *testing.T) {
 	t.Run("Rescuer", func(t *testing.T) {
 		pool, schema := postgresDB(t)
 		driver := riverpgxv5.New(pool)
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors)
 		w := newGateWorker()
 		workers := river.NewWorkers()
 		river.AddWorker(workers, w)

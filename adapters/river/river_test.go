@@ -112,7 +112,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	rule := mustRule(t, jittered, 3)
 
 	t.Run("ErrorCaptureKeyedSchedule", func(t *testing.T) {
-		r, _ := New(rule, WithLogger(quietLogs))
+		r, _ := New(rule, quietErrors)
 		w := testWorker(t, e, r)
 		tx := e.tx(t)
 		before := time.Now()
@@ -138,7 +138,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	})
 
 	t.Run("PermanentCancels", func(t *testing.T) {
-		r, _ := New(rule, WithLogger(quietLogs))
+		r, _ := New(rule, quietErrors)
 		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "permanent"}, nil)
 		if res.Job.State != rivertype.JobStateCancelled || res.EventKind != river.EventKindJobCancelled {
 			t.Fatalf("permanent error: state %s, event %s; want cancelled", res.Job.State, res.EventKind)
@@ -149,7 +149,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	})
 
 	t.Run("RetryAfter", func(t *testing.T) {
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithLogger(quietLogs))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), quietErrors)
 		before := time.Now()
 		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "retry-after"}, nil)
 		if d := res.Job.ScheduledAt.Sub(before); res.Job.State != rivertype.JobStateRetryable || d < 30*time.Second {
@@ -160,7 +160,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// A job inserted with MaxAttempts far above the rule's cap, by a client
 	// without the insert middleware, still ends discarded at the cap.
 	t.Run("InsertedAboveCap", func(t *testing.T) {
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), WithLogger(quietLogs))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), quietErrors)
 		w := testWorker(t, e, r)
 		tx := e.tx(t)
 		plain, err := river.NewClient(e.driver, &river.Config{Schema: e.schema, Logger: quietLogs})
@@ -194,7 +194,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// that run would make every later fetch of the queue fail with
 	// "smallint out of range".
 	t.Run("CapAboveSmallint", func(t *testing.T) {
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 1<<20), WithLogger(quietLogs))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 1<<20), quietErrors)
 		w := testWorker(t, e, r)
 		tx := e.tx(t)
 		res, _ := w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, nil)
@@ -218,7 +218,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 
 	t.Run("BrokenPolicy", func(t *testing.T) {
 		broken, _ := backoff.NewRule(panicPolicy{}, 3)
-		r, _ := New(broken, WithLogger(quietLogs), WithFallbackDelay(time.Hour))
+		r, _ := New(broken, quietErrors, WithFallbackDelay(time.Hour))
 		before := time.Now()
 		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "fail"}, nil)
 		if d := res.Job.ScheduledAt.Sub(before); d < time.Hour || d > time.Hour+2*time.Second {
@@ -227,7 +227,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	})
 
 	t.Run("PanicRetried", func(t *testing.T) {
-		r, _ := New(rule, WithLogger(quietLogs))
+		r, _ := New(rule, quietErrors)
 		res, err := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "panic"}, nil)
 		var pe *rivertest.PanicError
 		if !errors.As(err, &pe) || res.Job.State != rivertype.JobStateRetryable {
@@ -241,7 +241,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// The observer's Carrier writes job metadata that the next attempt reads.
 	t.Run("CarrierPersists", func(t *testing.T) {
 		o := &countingObserver{}
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 5), WithLogger(quietLogs), WithObserver(o))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 5), quietErrors, WithObserver(o))
 		w := testWorker(t, e, r)
 		tx := e.tx(t)
 		res, _ := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
@@ -285,7 +285,7 @@ func TestRivertest(t *testing.T) {
 func cleanupAfterManyJobs[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema string) {
 	const n = 1000
 	modes := []string{"ok", "permanent", "cancel", "snooze", "fail", "fail-once", "panic"}
-	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), WithLogger(quietLogs))
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), quietErrors)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &scriptWorker{})
 	cfg := clientConfig(t, r, schema, workers, 50, testPoll)
@@ -365,7 +365,7 @@ func stopMidAttempt[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 ) (*rivertype.JobRow, []observe.Result, *Retrier) {
 	t.Helper()
 	o := &recordingObserver{}
-	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o))
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o))
 	w := &blockWorker{running: make(chan struct{}, 1)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)

@@ -47,7 +47,7 @@ func (slowErrors) HandlePanic(context.Context, *rivertype.JobRow, any, string) *
 // collide, under one Retrier, each database's jobs failing with a hint of
 // their own, and checks every job was scheduled by its own decision.
 func sharedDecisions[TTx any](t *testing.T, n int, drivers [2]riverdriver.Driver[TTx], schemas [2]string) {
-	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 3), WithLogger(quietLogs))
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 3), quietErrors)
 	hints := [2]time.Duration{time.Hour, 2 * time.Hour}
 	var clients [2]*river.Client[TTx]
 	for i := range clients {
