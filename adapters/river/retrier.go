@@ -8,6 +8,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/rebound-go/rebound/adapters/river/internal/riverclock"
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/notify"
 )
@@ -36,6 +37,10 @@ type Retrier struct {
 	notify   notify.Notifier
 	store    *store
 	now      func() time.Time
+}
+
+func init() {
+	riverclock.Set = func(r any, now func() time.Time) { r.(*Retrier).now = now }
 }
 
 // Compile-time checks that a Retrier plugs into River where documented.
