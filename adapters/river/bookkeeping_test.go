@@ -16,6 +16,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // cancelErrors is an ErrorHandler that cancels every failed job.
@@ -54,8 +55,8 @@ func waitPending(t testing.TB, r *Retrier, timeout time.Duration) {
 // Retrier swallows their error, and checks the Retrier forgets them.
 func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriver.Driver[TTx], string)) {
 	const n = 20
-	run := func(t *testing.T, configure func(cfg *river.Config, r *Retrier), want rivertype.JobState) (*recordingObserver, *atomic.Int64) {
-		o := &recordingObserver{}
+	run := func(t *testing.T, configure func(cfg *river.Config, r *Retrier), want rivertype.JobState) (*reboundtest.Recorder, *atomic.Int64) {
+		o := &reboundtest.Recorder{}
 		gaveUp := new(atomic.Int64)
 		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o),
 			WithGiveUp(func(context.Context, observe.GiveUp) { gaveUp.Add(1) }))
@@ -81,12 +82,10 @@ func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.
 		if gaveUp.Load() != n {
 			t.Errorf("give-up hook called %d times for %d jobs an ErrorHandler cancelled, want once each", gaveUp.Load(), n)
 		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		if len(o.ended) != n {
-			t.Fatalf("observer heard %d endings, want %d", len(o.ended), n)
+		if len(ended(o)) != n {
+			t.Fatalf("observer heard %d endings, want %d", len(ended(o)), n)
 		}
-		for _, res := range o.ended {
+		for _, res := range ended(o) {
 			if res.Outcome() != "permanent" || !errors.Is(res.Err, errScripted) {
 				t.Fatalf("a job its ErrorHandler cancelled was reported %s (%v), want permanent with its error", res.Outcome(), res.Err)
 			}

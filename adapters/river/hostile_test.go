@@ -15,6 +15,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // textPanics is an error whose Error method panics.
@@ -125,7 +126,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 		{"invalid-utf8", "bad \uFFFD"},
 	} {
 		t.Run(c.mode, func(t *testing.T) {
-			o := &recordingObserver{}
+			o := &reboundtest.Recorder{}
 			r, _ := New(rule, quietErrors, WithObserver(o))
 			before := time.Now()
 			res := hostileRun(t, e, r, nil, c.mode)
@@ -139,8 +140,8 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 			if !strings.Contains(stored, c.want) || !utf8.ValidString(stored) || len(stored) > MaxErrorBytes {
 				t.Fatalf("stored message %.80q... (%d bytes), want valid UTF-8 of at most %d bytes containing %q", stored, len(stored), MaxErrorBytes, c.want)
 			}
-			if len(o.ended) != 1 || o.ended[0].Outcome() != "retry" || o.ended[0].Err == nil || o.ended[0].Err.Error() != stored {
-				t.Fatalf("observer heard %d endings (%+v), want one retry with the stored message", len(o.ended), o.ended)
+			if len(ended(o)) != 1 || ended(o)[0].Outcome() != "retry" || ended(o)[0].Err == nil || ended(o)[0].Err.Error() != stored {
+				t.Fatalf("observer heard %d endings (%+v), want one retry with the stored message", len(ended(o)), ended(o))
 			}
 			if r.Pending() != 0 {
 				t.Fatalf("Pending = %d, want 0", r.Pending())
@@ -151,14 +152,14 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// A permanent or cancelling error with a hostile text still cancels.
 	for _, mode := range []string{"permanent-text-panics", "cancel-text-panics"} {
 		t.Run(mode, func(t *testing.T) {
-			o := &recordingObserver{}
+			o := &reboundtest.Recorder{}
 			r, _ := New(rule, quietErrors, WithObserver(o))
 			res := hostileRun(t, e, r, nil, mode)
 			if res.Job.State != rivertype.JobStateCancelled || len(res.Job.Errors) != 1 || !strings.Contains(res.Job.Errors[0].Error, "panicked") {
 				t.Fatalf("state %s, errors %+v; want cancelled with a readable message", res.Job.State, res.Job.Errors)
 			}
-			if len(o.ended) != 1 || o.ended[0].Outcome() != "permanent" {
-				t.Fatalf("observer heard %+v, want one permanent", o.ended)
+			if len(ended(o)) != 1 || ended(o)[0].Outcome() != "permanent" {
+				t.Fatalf("observer heard %+v, want one permanent", ended(o))
 			}
 		})
 	}
@@ -166,12 +167,12 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// A panic whose value is an error marked permanent cancels the job, as
 	// the observer is told, rather than being retried.
 	t.Run("PanicPermanent", func(t *testing.T) {
-		o := &recordingObserver{}
+		o := &reboundtest.Recorder{}
 		r, _ := New(rule, quietErrors, WithObserver(o))
 		res := hostileRun(t, e, r, nil, "panic-permanent")
 		var pe *observe.PanicError
-		if res.Job.State != rivertype.JobStateCancelled || len(o.ended) != 1 || o.ended[0].Outcome() != "permanent" || !errors.As(o.ended[0].Err, &pe) {
-			t.Fatalf("state %s, observer heard %+v; want cancelled, told permanent with the panic", res.Job.State, o.ended)
+		if res.Job.State != rivertype.JobStateCancelled || len(ended(o)) != 1 || ended(o)[0].Outcome() != "permanent" || !errors.As(ended(o)[0].Err, &pe) {
+			t.Fatalf("state %s, observer heard %+v; want cancelled, told permanent with the panic", res.Job.State, ended(o))
 		}
 		if got := res.Job.Errors[0].Error; got != "JobCancelError: rebound: handler panicked: scripted failure" {
 			t.Fatalf("stored message %q, want the panic under one JobCancelError", got)
@@ -195,7 +196,7 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 			"hint":   {rule, "max-hint"},
 		} {
 			t.Run(name, func(t *testing.T) {
-				o := &recordingObserver{}
+				o := &reboundtest.Recorder{}
 				r, _ := New(c.rule, quietErrors, WithObserver(o))
 				before := time.Now()
 				res := hostileRun(t, e, r, nil, c.mode)
@@ -203,8 +204,8 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 				if res.Job.State != rivertype.JobStateRetryable || res.Job.ScheduledAt.Before(want) || res.Job.ScheduledAt.After(want.Add(time.Minute)) {
 					t.Fatalf("state %s scheduled at %v, want retryable at about %v", res.Job.State, res.Job.ScheduledAt, want)
 				}
-				if len(o.ended) != 1 || !o.ended[0].FireAt.Equal(res.Job.ScheduledAt) {
-					t.Fatalf("observer heard %+v, want the stored fire time %v", o.ended, res.Job.ScheduledAt)
+				if len(ended(o)) != 1 || !ended(o)[0].FireAt.Equal(res.Job.ScheduledAt) {
+					t.Fatalf("observer heard %+v, want the stored fire time %v", ended(o), res.Job.ScheduledAt)
 				}
 			})
 		}
@@ -214,21 +215,21 @@ func hostileCases[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// attempt, whatever it returns.
 	timeout := func(c *river.Config) { c.JobTimeout = 20 * time.Millisecond }
 	t.Run("Timeout", func(t *testing.T) {
-		o := &recordingObserver{}
+		o := &reboundtest.Recorder{}
 		r, _ := New(rule, quietErrors, WithObserver(o))
 		res := hostileRun(t, e, r, timeout, "timeout")
-		if res.Job.State != rivertype.JobStateRetryable || len(o.ended) != 1 || o.ended[0].Outcome() != "retry" ||
-			!errors.Is(o.ended[0].Err, context.DeadlineExceeded) || !o.ended[0].FireAt.Equal(res.Job.ScheduledAt) {
-			t.Fatalf("state %s, observer heard %+v; want a retry of context.DeadlineExceeded at the stored %v", res.Job.State, o.ended, res.Job.ScheduledAt)
+		if res.Job.State != rivertype.JobStateRetryable || len(ended(o)) != 1 || ended(o)[0].Outcome() != "retry" ||
+			!errors.Is(ended(o)[0].Err, context.DeadlineExceeded) || !ended(o)[0].FireAt.Equal(res.Job.ScheduledAt) {
+			t.Fatalf("state %s, observer heard %+v; want a retry of context.DeadlineExceeded at the stored %v", res.Job.State, ended(o), res.Job.ScheduledAt)
 		}
 	})
 	t.Run("TimeoutIgnored", func(t *testing.T) {
-		o := &recordingObserver{}
+		o := &reboundtest.Recorder{}
 		r, _ := New(rule, quietErrors, WithObserver(o))
 		res := hostileRun(t, e, r, timeout, "timeout-ignored")
 		if res.Job.State != rivertype.JobStateRetryable || len(res.Job.Errors) != 1 || res.Job.Errors[0].Error != context.DeadlineExceeded.Error() ||
-			len(o.ended) != 1 || o.ended[0].Outcome() != "retry" || !errors.Is(o.ended[0].Err, context.DeadlineExceeded) {
-			t.Fatalf("state %s, errors %+v, observer heard %+v; want a retry of context.DeadlineExceeded, counted", res.Job.State, res.Job.Errors, o.ended)
+			len(ended(o)) != 1 || ended(o)[0].Outcome() != "retry" || !errors.Is(ended(o)[0].Err, context.DeadlineExceeded) {
+			t.Fatalf("state %s, errors %+v, observer heard %+v; want a retry of context.DeadlineExceeded, counted", res.Job.State, res.Job.Errors, ended(o))
 		}
 	})
 }

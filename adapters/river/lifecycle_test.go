@@ -13,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // gateArgs jobs run until released; Mode says how they treat their context
@@ -85,8 +86,8 @@ func waitState[TTx any](t testing.TB, c *river.Client[TTx], id int64, state rive
 // for a retry, and checks what the observer was told against the state River
 // gave the job.
 func remoteCancel[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriver.Driver[TTx], string)) {
-	setup := func(t *testing.T) (*river.Client[TTx], *river.Client[TTx], *gateWorker, *recordingObserver, *Retrier) {
-		o := &recordingObserver{}
+	setup := func(t *testing.T) (*river.Client[TTx], *river.Client[TTx], *gateWorker, *reboundtest.Recorder, *Retrier) {
+		o := &reboundtest.Recorder{}
 		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o))
 		w := newGateWorker()
 		workers := river.NewWorkers()
@@ -117,10 +118,8 @@ func remoteCancel[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriv
 			}
 			waitState(t, worker, ins.Job.ID, rivertype.JobStateCancelled, 30*time.Second)
 			waitPending(t, r, 10*time.Second)
-			o.mu.Lock()
-			defer o.mu.Unlock()
-			if len(o.ended) != 1 || o.ended[0].Outcome() != "permanent" {
-				t.Fatalf("observer heard %+v for a job River cancelled, want one permanent", o.ended)
+			if len(ended(o)) != 1 || ended(o)[0].Outcome() != "permanent" {
+				t.Fatalf("observer heard %+v for a job River cancelled, want one permanent", ended(o))
 			}
 		})
 	}
@@ -135,12 +134,10 @@ func remoteCancel[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriv
 			t.Fatalf("JobCancel: %v", err)
 		}
 		waitState(t, worker, ins.Job.ID, rivertype.JobStateCancelled, 30*time.Second)
-		o.mu.Lock()
-		defer o.mu.Unlock()
 		// River cancels a waiting job without running anything of the
 		// Retrier's: the observer's last word stays the retry it was told.
-		if len(o.ended) != 1 || o.ended[0].Outcome() != "retry" || r.Pending() != 0 {
-			t.Fatalf("observer heard %+v, Pending %d; want the one retry and nothing pending", o.ended, r.Pending())
+		if len(ended(o)) != 1 || ended(o)[0].Outcome() != "retry" || r.Pending() != 0 {
+			t.Fatalf("observer heard %+v, Pending %d; want the one retry and nothing pending", ended(o), r.Pending())
 		}
 	})
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 var (
@@ -171,7 +171,7 @@ func TestAttemptsCap(t *testing.T) {
 // runs: River is never asked to retry a job whose next attempt number it
 // cannot store.
 func TestCapAboveStorableGivesUpAtStorable(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 40000), WithObserver(o))
 	job := &rivertype.JobRow{ID: 9, Attempt: math.MaxInt16 - 1, MaxAttempts: math.MaxInt16}
 	if _, retried, _ := attempt(r, job, errBoom); !retried {
@@ -181,8 +181,8 @@ func TestCapAboveStorableGivesUpAtStorable(t *testing.T) {
 	if _, retried, _ := attempt(r, job, errBoom); retried || job.MaxAttempts > math.MaxInt16 {
 		t.Fatalf("attempt 32767 of a 40000 cap: retried %v with job.MaxAttempts %d, want exhausted at 32767", retried, job.MaxAttempts)
 	}
-	if got := o.ended[1].Outcome(); got != "exhausted" || o.started[1].MaxAttempts != math.MaxInt16 {
-		t.Fatalf("observer heard %s with MaxAttempts %d, want exhausted of 32767", got, o.started[1].MaxAttempts)
+	if got := ended(o)[1].Outcome(); got != "exhausted" || started(o)[1].MaxAttempts != math.MaxInt16 {
+		t.Fatalf("observer heard %s with MaxAttempts %d, want exhausted of 32767", got, started(o)[1].MaxAttempts)
 	}
 }
 
@@ -202,7 +202,7 @@ func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
 // A worker panic is decided like an error, and River still sees the panic;
 // the observer is told an *observe.PanicError, as on every adapter.
 func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 11, Attempt: 1, MaxAttempts: 3}
 	func() {
@@ -217,8 +217,8 @@ func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
 		t.Fatalf("NextRetry after a panic: +%v, want +1s", got)
 	}
 	var pe *observe.PanicError
-	if len(o.ended) != 1 || !errors.As(o.ended[0].Err, &pe) || pe.Op != "handler" || pe.Value != "worker bug" || len(pe.Stack) == 0 {
-		t.Fatalf("observer heard %+v, want a retry whose error is *observe.PanicError{Op: handler, Value: worker bug, Stack}", o.ended)
+	if len(ended(o)) != 1 || !errors.As(ended(o)[0].Err, &pe) || pe.Op != "handler" || pe.Value != "worker bug" || len(pe.Stack) == 0 {
+		t.Fatalf("observer heard %+v, want a retry whose error is *observe.PanicError{Op: handler, Value: worker bug, Stack}", ended(o))
 	}
 }
 
@@ -361,7 +361,7 @@ func TestReports(t *testing.T) {
 		gaveUp = append(gaveUp, fmt.Sprintf("%s %d %v %v", g.Attempt.JobID, g.Attempt.Number, g.Outcome, g.Err))
 	}
 	broken, _ := backoff.NewRule(panicPolicy{}, 3)
-	r := newFixed(t, broken, WithErrorHandler(onError), WithGiveUp(hook), WithObserver(&recordingObserver{panics: true}),
+	r := newFixed(t, broken, WithErrorHandler(onError), WithGiveUp(hook), WithObserver(panicObserver{}),
 		WithKey(func(*rivertype.JobRow) backoff.Source { panic("key bug") }))
 	_, _, _ = attempt(r, &rivertype.JobRow{ID: 1, Attempt: 1}, errBoom)
 	_, _, _ = attempt(r, &rivertype.JobRow{ID: 2, Attempt: 3}, errBoom)
@@ -382,15 +382,15 @@ func TestReports(t *testing.T) {
 // A Retrier installed twice, as a plugin and as middleware, works each
 // attempt once.
 func TestInstalledTwiceWorksOnce(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 1, Attempt: 1}
 	_ = r.Work(context.Background(), job, func(ctx context.Context) error {
 		return r.Work(ctx, job, func(context.Context) error { return errBoom })
 	})
 	r.NextRetry(job)
-	if len(o.started) != 1 || len(o.ended) != 1 {
-		t.Fatalf("observer told %d starts and %d ends, want one of each", len(o.started), len(o.ended))
+	if len(started(o)) != 1 || len(ended(o)) != 1 {
+		t.Fatalf("observer told %d starts and %d ends, want one of each", len(started(o)), len(ended(o)))
 	}
 }
 
@@ -429,68 +429,40 @@ func TestInsertMiddlewareSetsCap(t *testing.T) {
 	}
 }
 
-// recordingObserver records what the middleware reports.
-type recordingObserver struct {
-	mu      sync.Mutex
-	started []observe.Attempt
-	ended   []observe.Result
-	ctxOK   bool
-	panics  bool
+// panicObserver is an observer with a bug.
+type panicObserver struct{}
+
+func (panicObserver) AttemptStarted(context.Context, observe.Attempt) context.Context {
+	panic("observer bug")
 }
-
-type obsKey struct{}
-
-func (o *recordingObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
-	o.mu.Lock()
-	o.started = append(o.started, a)
-	o.mu.Unlock()
-	if o.panics {
-		panic("observer bug")
-	}
-	return context.WithValue(ctx, obsKey{}, a.JobID)
-}
-
-func (o *recordingObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.ended = append(o.ended, r)
-	o.ctxOK = ctx.Value(obsKey{}) == a.JobID
-	if o.panics {
-		panic("observer bug")
-	}
+func (panicObserver) AttemptEnded(context.Context, observe.Attempt, observe.Result) {
+	panic("observer bug")
 }
 
 func TestObserverReports(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 77, Attempt: 2, MaxAttempts: 25, Kind: "mail", Queue: "q1", Metadata: []byte(`{"a":"x","n":3}`)}
-	var sawCtx bool
-	_ = r.Work(context.Background(), job, func(ctx context.Context) error {
-		sawCtx = ctx.Value(obsKey{}) == "77"
-		return errBoom
-	})
-	if len(o.ended) != 0 {
-		t.Fatalf("a retry was reported before River asked for its time: %+v", o.ended)
+	_ = r.Work(context.Background(), job, func(ctx context.Context) error { return errBoom })
+	if len(ended(o)) != 0 {
+		t.Fatalf("a retry was reported before River asked for its time: %+v", ended(o))
 	}
 	next := r.NextRetry(job)
-	if !sawCtx {
-		t.Error("the worker did not get the context AttemptStarted returned")
-	}
-	a := o.started[0]
+	a := started(o)[0]
 	want := observe.Attempt{System: "river", Queue: "q1", JobID: "77", Kind: "mail", Number: 2, MaxAttempts: 3}
 	a.Carrier, want.Carrier = nil, nil
 	if a != want {
 		t.Errorf("Attempt = %+v, want %+v", a, want)
 	}
-	if c := o.started[0].Carrier; c.Get("a") != "x" || c.Get("n") != "3" || len(c.Keys()) != 2 {
+	if c := started(o)[0].Carrier; c.Get("a") != "x" || c.Get("n") != "3" || len(c.Keys()) != 2 {
 		t.Errorf("Carrier reads a=%q n=%q keys=%v, want x, 3 and two keys", c.Get("a"), c.Get("n"), c.Keys())
 	}
-	res := o.ended[0]
+	res := ended(o)[0]
 	if !errors.Is(res.Err, errBoom) || !res.Decision.Retry() || res.Decision.Delay != time.Second || !res.FireAt.Equal(base.Add(time.Second)) {
 		t.Errorf("Result = %+v, want errBoom, retry after 1s at base+1s", res)
 	}
-	if !o.ctxOK {
-		t.Error("AttemptEnded did not get the context AttemptStarted returned")
+	if p := o.Problems(); len(p) > 0 {
+		t.Errorf("the recorder saw %v", p)
 	}
 	if !next.Equal(res.FireAt) {
 		t.Errorf("NextRetry %v differs from the reported FireAt %v", next, res.FireAt)
@@ -503,7 +475,7 @@ func TestObserverReports(t *testing.T) {
 	_ = r.Work(context.Background(), job, func(context.Context) error { return backoff.Permanent(errBoom) })
 	job = &rivertype.JobRow{ID: 80, Attempt: 1, MaxAttempts: 25}
 	_ = r.Work(context.Background(), job, func(context.Context) error { return nil })
-	got := []string{o.ended[1].Outcome(), o.ended[2].Outcome(), o.ended[3].Outcome()}
+	got := []string{ended(o)[1].Outcome(), ended(o)[2].Outcome(), ended(o)[3].Outcome()}
 	if strings.Join(got, ",") != "exhausted,permanent,success" {
 		t.Errorf("outcomes %v, want exhausted, permanent, success", got)
 	}
@@ -517,7 +489,7 @@ var errRiverStop = errors.New("stop initiated")
 // they are reported as Counting, not as retries, and leave no entry.
 // Cancellations River does count keep being decided by the rule.
 func TestObserverReportsCounting(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	cancelled := func(cause error) context.Context {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -555,14 +527,14 @@ func TestObserverReportsCounting(t *testing.T) {
 			observe.Counted, "permanent", time.Time{}, false},
 	}
 	for i, c := range cases {
-		o.ended = nil
+		o.Reset()
 		job := &rivertype.JobRow{ID: int64(100 + i), Attempt: 1, MaxAttempts: 3}
 		returned := r.Work(c.ctx, job, c.worker)
 		got := r.WorkerNextRetry(job)
-		if len(o.ended) != 1 {
-			t.Fatalf("%s: %d results reported, want 1", c.name, len(o.ended))
+		if len(ended(o)) != 1 {
+			t.Fatalf("%s: %d results reported, want 1", c.name, len(ended(o)))
 		}
-		res := o.ended[0]
+		res := ended(o)[0]
 		if res.Counting != c.uncounted || res.Outcome() != c.outcome || !res.FireAt.Equal(c.fireAt) {
 			t.Errorf("%s: reported %v (%s) firing at %v, want %v (%s) at %v",
 				c.name, res.Counting, res.Outcome(), res.FireAt, c.uncounted, c.outcome, c.fireAt)
@@ -583,7 +555,7 @@ func TestObserverReportsCounting(t *testing.T) {
 }
 
 func TestObserverPanicsAreRecovered(t *testing.T) {
-	o := &recordingObserver{panics: true}
+	o := panicObserver{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
 	ran := false

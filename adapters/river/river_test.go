@@ -20,6 +20,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // scriptArgs tells scriptWorker what to return.
@@ -110,32 +111,8 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	ctx := context.Background()
 	jittered := backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(10*time.Second, time.Hour))))
 	rule := mustRule(t, jittered, 3)
-
-	t.Run("ErrorCaptureKeyedSchedule", func(t *testing.T) {
-		r, _ := New(rule, quietErrors)
-		w := testWorker(t, e, r)
-		tx := e.tx(t)
-		before := time.Now()
-		res, err := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
-		after := time.Now()
-		if !errors.Is(err, errScripted) || res.Job.State != rivertype.JobStateRetryable {
-			t.Fatalf("got %v, state %s; want the scripted error and retryable", err, res.Job.State)
-		}
-		want := rule.Decide(1, errScripted, backoff.Key(strconv.FormatInt(res.Job.ID, 10))).Delay
-		if at := res.Job.ScheduledAt; at.Before(before.Add(want)) || at.After(after.Add(want).Add(Resolution)) {
-			t.Fatalf("scheduled_at %v is not the keyed delay %v after the attempt (%v..%v)", at, want, before, after)
-		}
-		if r.Pending() != 0 {
-			t.Fatalf("Pending = %d after NextRetry, want 0", r.Pending())
-		}
-		// The second attempt follows the same key.
-		before = time.Now()
-		res, _ = w.WorkJob(ctx, t, tx, res.Job)
-		want = rule.Decide(2, errScripted, backoff.Key(strconv.FormatInt(res.Job.ID, 10))).Delay
-		if d := res.Job.ScheduledAt.Sub(before); d < want || d > want+2*time.Second {
-			t.Fatalf("attempt 2 scheduled %v ahead, want the keyed %v", d, want)
-		}
-	})
+	// The keyed schedule and retry-after hints are in TestExactMappings,
+	// through reboundrivertest.
 
 	t.Run("PermanentCancels", func(t *testing.T) {
 		r, _ := New(rule, quietErrors)
@@ -145,15 +122,6 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 		}
 		if r.Pending() != 0 {
 			t.Fatalf("Pending = %d, want 0", r.Pending())
-		}
-	})
-
-	t.Run("RetryAfter", func(t *testing.T) {
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), quietErrors)
-		before := time.Now()
-		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "retry-after"}, nil)
-		if d := res.Job.ScheduledAt.Sub(before); res.Job.State != rivertype.JobStateRetryable || d < 30*time.Second {
-			t.Fatalf("retry-after 30s: state %s scheduled %v ahead, want retryable >= 30s ahead", res.Job.State, d)
 		}
 	})
 
@@ -364,7 +332,7 @@ func stopMidAttempt[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 	stop func(ctx context.Context, client *river.Client[TTx], cancelStart context.CancelFunc) error,
 ) (*rivertype.JobRow, []observe.Result, *Retrier) {
 	t.Helper()
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o))
 	w := &blockWorker{running: make(chan struct{}, 1)}
 	workers := river.NewWorkers()
@@ -405,12 +373,10 @@ func stopMidAttempt[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 	if _, err := client.JobDelete(context.Background(), ins.Job.ID); err != nil {
 		t.Fatalf("JobDelete: %v", err)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.started) != 1 || o.started[0].JobID != strconv.FormatInt(ins.Job.ID, 10) {
-		t.Fatalf("observer saw %d attempts (%+v), want one of job %d", len(o.started), o.started, ins.Job.ID)
+	if len(started(o)) != 1 || started(o)[0].JobID != strconv.FormatInt(ins.Job.ID, 10) {
+		t.Fatalf("observer saw %d attempts (%+v), want one of job %d", len(started(o)), started(o), ins.Job.ID)
 	}
-	return job, append([]observe.Result(nil), o.ended...), r
+	return job, append([]observe.Result(nil), ended(o)...), r
 }
 
 // A client that stops while a job runs puts the job back without counting
