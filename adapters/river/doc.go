@@ -63,12 +63,13 @@
 //     exhausted jobs end `discarded`, as they do without rebound. A cap above
 //     32767 gives up after 32767 runs: PostgreSQL stores attempt numbers in a
 //     smallint, and River numbering a 32768th run would make every fetch of
-//     the job's queue fail. A job that was
-//     retried by hand past its cap (River's JobRetry grants one more run) gets
-//     that run and is discarded again if it fails.
+//     the job's queue fail. A job that was retried by hand past its cap
+//     (River's JobRetry grants one more run) gets that run and is discarded
+//     again if it fails.
 //   - river.JobSnooze and river.JobCancel returned by a worker keep River's
 //     meaning; neither leaves an entry behind. A snooze is not an attempt:
-//     the observer hears it as [observe.Snoozed], not as a failure.
+//     the observer hears it as [observe.Snoozed], not as a failure. A
+//     worker's own JobCancel is permanent.
 //   - A run cut short because the client is stopping (StopAndCancel, or
 //     Stop's SoftStopTimeout running out) is put back by River without
 //     counting it; the observer hears it as [observe.Interrupted]. A
@@ -157,9 +158,27 @@
 //     (the give-up hook hears it); a waiting one is cancelled without the
 //     Retrier hearing of it.
 //
+// # Reporting
+//
+// [WithObserver] hears every attempt: when it starts, and how it ended once
+// River has been handed the decision. [WithGiveUp] hears every job given
+// up, exhausted or permanent, once, with the same attempt the observer was
+// told. [WithErrorHandler] hears internal errors: every panic of user code
+// the Retrier recovered (a policy, a key function, an observer, the give-up
+// hook, an error's own methods), as an [*observe.PanicError]; by default
+// they are logged with slog.Default. Nothing a user passes in takes a
+// worker down.
+//
 // # Per-kind rules
 //
 // [WithKindRule] gives one job kind its own rule; the middleware, NextRetry
 // and the insert middleware all apply it to jobs of that kind. A worker that
 // overrides river.Worker's NextRetry can return [Retrier.WorkerNextRetry].
+//
+// # Testing
+//
+// Package reboundrivertest runs a worker through River's own executor with
+// a Retrier installed, on a clock the test controls, and records what the
+// Retrier reports, so a test can check a job's retry story, its delays and
+// fire times, without a running client and without sleeping.
 package reboundriver

@@ -20,14 +20,16 @@ import (
 //     river.JobCancel(err), so the job ends cancelled;
 //   - an attempt at or past the cap ends the job: the running job's
 //     MaxAttempts is lowered to its attempt number and River discards it;
-//   - otherwise the retry time is recorded for NextRetry.
+//   - otherwise the retry time is recorded for NextRetry, which reports the
+//     attempt when River asks for it.
 //
 // Before the worker runs, job.MaxAttempts is set to the rule's cap, so the
 // worker and River both see the cap the rule sets. A cap above 32767 is
 // applied as 32767: PostgreSQL stores attempt numbers in a smallint, and a
-// retry after the 32767th run would stop the job's queue. Snoozes and the worker's
-// own river.JobCancel keep River's meaning. A panic in the worker is decided
-// like an error and then re-raised.
+// retry after the 32767th run would stop the job's queue. Snoozes and the
+// worker's own river.JobCancel keep River's meaning. A panic in the worker
+// is decided like an error and then re-raised, or, when its value is an
+// error marked permanent, returned as river.JobCancel.
 //
 // Two kinds of run are not attempts in River's eyes, and the observer hears
 // them as such ([observe.Result.Counting]) rather than as failures: a
