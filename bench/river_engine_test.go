@@ -70,7 +70,7 @@ type riverPoll struct {
 // on the default queue, and stops it when b ends.
 func startRiver(b *testing.B, pool *pgxpool.Pool, schema string, rule backoff.Rule, workers *river.Workers, maxWorkers int, p riverPoll) *river.Client[pgx.Tx] {
 	b.Helper()
-	retrier, err := reboundriver.New(rule, reboundriver.WithLogger(quietLogger))
+	retrier, err := reboundriver.New(rule, reboundriver.WithErrorHandler(func(error) {}))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -21,6 +21,8 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/rebound-go/rebound/internal/testenv"
+	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // testPoll is the FetchPollInterval of the tests' clients: short, so retries
@@ -181,6 +183,27 @@ func waitTerminal[TTx any](t testing.TB, client *river.Client[TTx], timeout time
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// ended returns the results rec was told, of the attempts that ended, in
+// the order they started.
+func ended(rec *reboundtest.Recorder) []observe.Result {
+	var out []observe.Result
+	for _, e := range rec.Events() {
+		if e.Ended {
+			out = append(out, e.Result)
+		}
+	}
+	return out
+}
+
+// started returns the attempts rec was told of, in the order they started.
+func started(rec *reboundtest.Recorder) []observe.Attempt {
+	var out []observe.Attempt
+	for _, e := range rec.Events() {
+		out = append(out, e.Attempt)
+	}
+	return out
 }
 
 // The transaction types of the two drivers.

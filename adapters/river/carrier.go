@@ -20,6 +20,10 @@ type metadataCarrier struct {
 	mu     sync.Mutex
 	parsed map[string]string
 	set    map[string]string
+	// sealed is set when the worker has returned: River reads the
+	// attempt's metadata updates then, so later values are kept here only,
+	// and River's map is never written from another goroutine.
+	sealed bool
 }
 
 func newMetadataCarrier(ctx context.Context, raw []byte) *metadataCarrier {
@@ -60,17 +64,25 @@ func (c *metadataCarrier) Get(key string) string {
 
 // Set stores value under key for the job's next attempt. Keys River reserves
 // (prefixed "river:") and calls outside a work context are ignored: a carrier
-// has no way to report an error.
+// has no way to report an error. A value Set after the worker returned is
+// read back by Get but not stored with the job.
 func (c *metadataCarrier) Set(key, value string) {
-	if river.MetadataSet(c.ctx, key, value) != nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.sealed && river.MetadataSet(c.ctx, key, value) != nil {
+		return
+	}
 	if c.set == nil {
 		c.set = make(map[string]string)
 	}
 	c.set[key] = value
+}
+
+// seal stops Set from writing River's metadata: the worker has returned.
+func (c *metadataCarrier) seal() {
+	c.mu.Lock()
+	c.sealed = true
+	c.mu.Unlock()
 }
 
 // Keys lists the keys of the job's metadata and of the values Set since.

@@ -6,65 +6,159 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/conformance"
 )
 
-// confArgs is the job the conformance suite enqueues.
+// confArgs is the job the conformance suite enqueues with Enqueue.
 type confArgs struct {
 	Payload []byte `json:"payload"`
 }
 
 func (confArgs) Kind() string { return "rebound_conformance" }
 
-// confWorker hands each attempt to the suite's handler.
-type confWorker struct {
-	river.WorkerDefaults[confArgs]
-	handler func(context.Context, conformance.Job) error
+// kindArgs is a job of a kind the suite names (EnqueueKind); each kind gets
+// a worker of its own with river.AddWorkerArgs.
+type kindArgs struct {
+	kind    string
+	Payload []byte `json:"payload"`
 }
 
-func (w *confWorker) Work(ctx context.Context, job *river.Job[confArgs]) error {
-	return w.handler(ctx, conformance.Job{ID: strconv.FormatInt(job.ID, 10), Attempt: job.Attempt, Payload: job.Args.Payload})
+func (a kindArgs) Kind() string { return a.kind }
+
+// confWorker hands each attempt to the suite's handler.
+type confWorker[T river.JobArgs] struct {
+	river.WorkerDefaults[T]
+	handler func(context.Context, conformance.Job) error
+	payload func(T) []byte
+}
+
+func (w *confWorker[T]) Work(ctx context.Context, job *river.Job[T]) error {
+	return w.handler(ctx, conformance.Job{ID: strconv.FormatInt(job.ID, 10), Attempt: job.Attempt, Payload: w.payload(job.Args)})
+}
+
+// retrier builds the Retrier for cfg as a user would, with every option the
+// suite asks for.
+func retrier(cfg conformance.Config) (*Retrier, error) {
+	opts := []Option{
+		WithObserver(cfg.Observer),
+		WithGiveUp(cfg.GiveUp),
+		WithErrorHandler(cfg.OnError),
+	}
+	if cfg.FallbackDelay > 0 {
+		opts = append(opts, WithFallbackDelay(cfg.FallbackDelay))
+	}
+	if cfg.Key != nil {
+		opts = append(opts, WithKey(func(job *rivertype.JobRow) backoff.Source { return cfg.Key(strconv.FormatInt(job.ID, 10)) }))
+	}
+	for kind, rule := range cfg.KindRules {
+		opts = append(opts, WithKindRule(kind, rule))
+	}
+	return New(cfg.Rule, opts...)
+}
+
+// workersFor registers the suite's handler for the default kind and for
+// every kind cfg has a rule for.
+func workersFor(cfg conformance.Config) *river.Workers {
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &confWorker[confArgs]{handler: cfg.Handler, payload: func(a confArgs) []byte { return a.Payload }})
+	for kind := range cfg.KindRules {
+		river.AddWorkerArgs(workers, kindArgs{kind: kind}, river.Worker[kindArgs](&confWorker[kindArgs]{handler: cfg.Handler, payload: func(a kindArgs) []byte { return a.Payload }}))
+	}
+	return workers
+}
+
+// backend opens fresh, migrated databases of one kind for River clients.
+type backend[TTx any] struct {
+	// open returns a driver on a database of its own and the schema to use.
+	open func(t testing.TB) (riverdriver.Driver[TTx], string)
 }
 
 // harness runs the conformance suite on one River backend.
-type harness struct {
-	name   string
-	limits conformance.Limits
-	poll   time.Duration
-	// client starts a River client with cfg on a fresh database.
-	client func(t testing.TB, cfg func(schema string) *river.Config) conformance.Engine
+type harness[TTx any] struct {
+	name    string
+	limits  conformance.Limits
+	poll    time.Duration
+	backend backend[TTx]
 }
 
-func (h *harness) Name() string               { return h.name }
-func (h *harness) Limits() conformance.Limits { return h.limits }
+func (h *harness[TTx]) Name() string               { return h.name }
+func (h *harness[TTx]) Limits() conformance.Limits { return h.limits }
 
-// Start starts a client with its own database (a schema on PostgreSQL, a
-// file on SQLite), the Retrier plugged in as a user would.
-func (h *harness) Start(t testing.TB, cfg conformance.Config) conformance.Engine {
-	r, err := New(cfg.Rule, WithLogger(quietLogs))
+// Start starts a client on a database of its own with the Retrier plugged
+// in as the package documents.
+func (h *harness[TTx]) Start(t testing.TB, cfg conformance.Config) conformance.Engine {
+	r, err := retrier(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &confWorker{handler: cfg.Handler})
-	return h.client(t, func(schema string) *river.Config {
-		return clientConfig(t, r, schema, workers, 100, h.poll)
-	})
+	return h.start(t, r, cfg)
+}
+
+// StartShared starts one client per Config, each on a database of its own
+// (job IDs count from 1 on each), all sharing one Retrier built from
+// cfgs[0].
+func (h *harness[TTx]) StartShared(t testing.TB, cfgs []conformance.Config) []conformance.Engine {
+	if len(cfgs) == 0 {
+		return nil
+	}
+	r, err := retrier(cfgs[0])
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	engines := make([]conformance.Engine, len(cfgs))
+	for i, cfg := range cfgs {
+		engines[i] = h.start(t, r, cfg)
+	}
+	return engines
+}
+
+func (h *harness[TTx]) start(t testing.TB, r *Retrier, cfg conformance.Config) *engine[TTx] {
+	driver, schema := h.backend.open(t)
+	workers := workersFor(cfg)
+	config := func() *river.Config {
+		c := &river.Config{
+			FetchCooldown:     min(h.poll, river.FetchCooldownDefault),
+			FetchPollInterval: h.poll,
+			JobTimeout:        cfg.Timeout,
+			Logger:            watchRetryWarnings(t),
+			Plugins:           []rivertype.Plugin{r},
+			Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 100}},
+			RetryPolicy:       r,
+			Schema:            schema,
+			Workers:           workers,
+		}
+		if cfg.Timeout <= 0 {
+			c.JobTimeout = -1 // no timeout, as the suite asks
+		}
+		return c
+	}
+	operator, err := river.NewClient(driver, &river.Config{Logger: quietLogs, Schema: schema})
+	if err != nil {
+		t.Fatalf("river.NewClient: %v", err)
+	}
+	e := &engine[TTx]{t: t, r: r, driver: driver, config: config, operator: operator}
+	e.client = startClient(t, driver, config())
+	return e
 }
 
 // HookDelay runs one attempt through the Retrier's middleware and then does
 // what River's executor does with the result: a JobCancel error or an
 // attempt at MaxAttempts ends the job, anything else asks NextRetry.
-func (h *harness) HookDelay(cfg conformance.Config, id string, attempt int, err error) (time.Duration, bool) {
-	r, rerr := New(cfg.Rule, WithLogger(quietLogs))
+func (h *harness[TTx]) HookDelay(cfg conformance.Config, id string, attempt int, err error) (time.Duration, bool) {
+	// Only the decision is asked for: no attempt ran, so nothing is told.
+	cfg.Observer, cfg.GiveUp = nil, nil
+	r, rerr := retrier(cfg)
 	if rerr != nil {
 		panic(rerr)
 	}
@@ -83,26 +177,50 @@ func (h *harness) HookDelay(cfg conformance.Config, id string, attempt int, err 
 	return r.NextRetry(job).Sub(now), true
 }
 
-// engine enqueues on a running client.
-type engine struct {
-	insert func(ctx context.Context, args river.JobArgs) (*rivertype.JobInsertResult, error)
-	get    func(ctx context.Context, id int64) (*rivertype.JobRow, error)
+// engine is one running client and what the suite asks of it.
+type engine[TTx any] struct {
+	t        testing.TB
+	r        *Retrier
+	driver   riverdriver.Driver[TTx]
+	config   func() *river.Config
+	operator *river.Client[TTx] // another client, for JobCancel
+
+	mu     sync.Mutex
+	client *river.Client[TTx]
 }
 
-func (e engine) Enqueue(ctx context.Context, payload []byte) (string, error) {
-	res, err := e.insert(ctx, confArgs{Payload: payload})
+func (e *engine[TTx]) current() *river.Client[TTx] {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.client
+}
+
+func (e *engine[TTx]) Enqueue(ctx context.Context, payload []byte) (string, error) {
+	return e.insert(ctx, confArgs{Payload: payload})
+}
+
+func (e *engine[TTx]) EnqueueKind(ctx context.Context, kind string, payload []byte) (string, error) {
+	return e.insert(ctx, kindArgs{kind: kind, Payload: payload})
+}
+
+func (e *engine[TTx]) insert(ctx context.Context, args river.JobArgs) (string, error) {
+	res, err := e.current().Insert(ctx, args, nil)
 	if err != nil {
 		return "", err
 	}
 	return strconv.FormatInt(res.Job.ID, 10), nil
 }
 
-func (e engine) State(ctx context.Context, id string) (conformance.State, error) {
+func (e *engine[TTx]) get(ctx context.Context, id string) (*rivertype.JobRow, error) {
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
-		return conformance.StatePending, fmt.Errorf("job ID %q is not an int64: %w", id, err)
+		return nil, fmt.Errorf("job ID %q is not an int64: %w", id, err)
 	}
-	job, err := e.get(ctx, n)
+	return e.operator.JobGet(ctx, n)
+}
+
+func (e *engine[TTx]) State(ctx context.Context, id string) (conformance.State, error) {
+	job, err := e.get(ctx, id)
 	if err != nil {
 		return conformance.StatePending, err
 	}
@@ -115,39 +233,90 @@ func (e engine) State(ctx context.Context, id string) (conformance.State, error)
 	return conformance.StatePending, nil
 }
 
-func postgresHarness(poll, lateness time.Duration) *harness {
-	return &harness{
-		name:   "river/postgres",
-		limits: conformance.Limits{Resolution: Resolution, Lateness: lateness},
-		poll:   poll,
-		client: func(t testing.TB, cfg func(string) *river.Config) conformance.Engine {
-			pool, schema := postgresDB(t)
-			c := startClient(t, riverpgxv5.New(pool), cfg(schema))
-			return engine{
-				insert: func(ctx context.Context, a river.JobArgs) (*rivertype.JobInsertResult, error) {
-					return c.Insert(ctx, a, nil)
-				},
-				get: c.JobGet,
-			}
-		},
+// LastError reads the message River stored for the job's last failed
+// attempt.
+func (e *engine[TTx]) LastError(ctx context.Context, id string) (string, error) {
+	job, err := e.get(ctx, id)
+	if err != nil || len(job.Errors) == 0 {
+		return "", err
+	}
+	return job.Errors[len(job.Errors)-1].Error, nil
+}
+
+// Cancel cancels the job with JobCancel from another client, as an
+// operator's tool does.
+func (e *engine[TTx]) Cancel(ctx context.Context, id string) error {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return fmt.Errorf("job ID %q is not an int64: %w", id, err)
+	}
+	_, err = e.operator.JobCancel(ctx, n)
+	return err
+}
+
+// Restart stops the client as a deploy with a short shutdown timeout does
+// (StopAndCancel cancels running jobs' contexts) and starts a new one with
+// the same configuration on the same database.
+func (e *engine[TTx]) Restart(ctx context.Context) error {
+	stopCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := e.current().StopAndCancel(stopCtx); err != nil {
+		return fmt.Errorf("StopAndCancel: %w", err)
+	}
+	next := startClient(e.t, e.driver, e.config())
+	e.mu.Lock()
+	e.client = next
+	e.mu.Unlock()
+	return nil
+}
+
+// Pending reports the Retrier's pending decisions.
+func (e *engine[TTx]) Pending() int { return e.r.Pending() }
+
+var (
+	_ conformance.SharedHarness     = (*harness[pgxTx])(nil)
+	_ conformance.KindEngine        = (*engine[pgxTx])(nil)
+	_ conformance.ErrorEngine       = (*engine[pgxTx])(nil)
+	_ conformance.CancelEngine      = (*engine[pgxTx])(nil)
+	_ conformance.RestartEngine     = (*engine[pgxTx])(nil)
+	_ conformance.BookkeepingEngine = (*engine[pgxTx])(nil)
+)
+
+// riverLimits is what River with the Retrier promises, on both backends.
+func riverLimits(lateness time.Duration) conformance.Limits {
+	return conformance.Limits{
+		Resolution: Resolution,
+		Lateness:   lateness,
+		// Any time.Duration: now plus math.MaxInt64 is in 2318, which both
+		// backends store (PostgreSQL up to year 294276, SQLite to 9999).
+		MaxDelay:      0,
+		MaxAttempts:   maxStoredAttempts,
+		MaxErrorBytes: MaxErrorBytes,
+		// River's JobTimeout is a context deadline: exact.
+		TimeoutResolution: 0,
 	}
 }
 
-func sqliteHarness(poll, lateness time.Duration) *harness {
-	return &harness{
-		name:   "river/sqlite",
-		limits: conformance.Limits{Resolution: Resolution, Lateness: lateness},
+func postgresHarness(poll, lateness time.Duration) *harness[pgxTx] {
+	return &harness[pgxTx]{
+		name:   "river/postgres",
+		limits: riverLimits(lateness),
 		poll:   poll,
-		client: func(t testing.TB, cfg func(string) *river.Config) conformance.Engine {
-			db := sqliteDB(t)
-			c := startClient(t, riversqlite.New(db), cfg(""))
-			return engine{
-				insert: func(ctx context.Context, a river.JobArgs) (*rivertype.JobInsertResult, error) {
-					return c.Insert(ctx, a, nil)
-				},
-				get: c.JobGet,
-			}
-		},
+		backend: backend[pgxTx]{open: func(t testing.TB) (riverdriver.Driver[pgxTx], string) {
+			pool, schema := postgresDB(t)
+			return riverpgxv5.New(pool), schema
+		}},
+	}
+}
+
+func sqliteHarness(poll, lateness time.Duration) *harness[sqlTx] {
+	return &harness[sqlTx]{
+		name:   "river/sqlite",
+		limits: riverLimits(lateness),
+		poll:   poll,
+		backend: backend[sqlTx]{open: func(t testing.TB) (riverdriver.Driver[sqlTx], string) {
+			return riversqlite.New(sqliteDB(t)), ""
+		}},
 	}
 }
 

@@ -49,8 +49,8 @@ func (w *WebhookWorker) Work(ctx context.Context, job *river.Job[WebhookArgs]) e
 	return nil
 }
 
-// Plug one Retrier into River's own Config, as the retry policy and as
-// middleware. Jobs then retry on full-jitter exponential backoff keyed by job
+// Plug one Retrier into River's own Config, as the retry policy and as a
+// plugin. Jobs then retry on full-jitter exponential backoff keyed by job
 // ID, at most 8 runs in total whatever they were inserted with.
 func Example() {
 	ctx := context.Background()
@@ -74,8 +74,8 @@ func Example() {
 	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
 		Queues:      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 50}},
 		Workers:     workers,
-		RetryPolicy: retrier,                         // decides when
-		Middleware:  []rivertype.Middleware{retrier}, // sees the error, keeps the cap
+		RetryPolicy: retrier,                     // decides when
+		Plugins:     []rivertype.Plugin{retrier}, // sees the error, keeps the cap
 		// Retries shorter than a few seconds run up to one poll interval
 		// late; poll more often if they matter.
 		FetchPollInterval: 100 * time.Millisecond,

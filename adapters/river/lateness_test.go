@@ -48,7 +48,7 @@ func TestLateness(t *testing.T) {
 	var table string
 	for _, poll := range polls {
 		pool, schema := postgresDB(t)
-		r, _ := New(rule, WithLogger(quietLogs))
+		r, _ := New(rule, quietErrors)
 		w := &timedWorker{runs: map[int64][][2]time.Time{}}
 		workers := river.NewWorkers()
 		river.AddWorker(workers, w)

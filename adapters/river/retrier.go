@@ -1,19 +1,16 @@
 package reboundriver
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"math"
-	"strconv"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/rebound-go/rebound/adapters/river/internal/riverclock"
 	"github.com/rebound-go/rebound/backoff"
-	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/internal/notify"
 )
 
 // System is the value of [observe.Attempt.System] for River jobs.
@@ -23,26 +20,27 @@ const System = "river"
 // [WithFallbackDelay] sets another.
 const DefaultFallbackDelay = time.Minute
 
-// maxStoredAttempts is the largest max_attempts River's PostgreSQL schema can
-// hold (a smallint column).
-const maxStoredAttempts = math.MaxInt16
-
 // A Retrier applies a [backoff.Rule] to River jobs. Put the same value in
-// river.Config as RetryPolicy and in Middleware: it is a
+// river.Config as RetryPolicy and in Plugins: it is a
 // river.ClientRetryPolicy, a rivertype.WorkerMiddleware that captures each
-// attempt's outcome and enforces the attempts cap, and a
-// rivertype.JobInsertMiddleware that writes the cap into inserted jobs.
+// attempt's outcome and enforces the attempts cap, a
+// rivertype.JobInsertMiddleware that writes the cap into inserted jobs, and
+// a rivertype.HookWorkEnd that counts an attempt outliving its timeout as
+// a failure.
 //
 // A Retrier is safe for concurrent use by any number of clients and workers.
 type Retrier struct {
 	rule     backoff.Rule
 	kinds    map[string]backoff.Rule
 	key      func(*rivertype.JobRow) backoff.Source
-	observer observe.Observer
 	fallback time.Duration
-	logger   *slog.Logger
+	notify   notify.Notifier
 	store    *store
 	now      func() time.Time
+}
+
+func init() {
+	riverclock.Set = func(r any, now func() time.Time) { r.(*Retrier).now = now }
 }
 
 // Compile-time checks that a Retrier plugs into River where documented.
@@ -50,89 +48,9 @@ var (
 	_ river.ClientRetryPolicy       = (*Retrier)(nil)
 	_ rivertype.WorkerMiddleware    = (*Retrier)(nil)
 	_ rivertype.JobInsertMiddleware = (*Retrier)(nil)
+	_ rivertype.HookWorkEnd         = (*Retrier)(nil)
+	_ rivertype.Plugin              = (*Retrier)(nil)
 )
-
-// An Option configures a [Retrier].
-type Option func(*Retrier) error
-
-// WithKindRule applies rule, instead of the Retrier's default rule, to jobs of
-// the given kind: their delays, their attempts cap and the max_attempts they
-// are inserted with.
-func WithKindRule(kind string, rule backoff.Rule) Option {
-	return func(r *Retrier) error {
-		if kind == "" {
-			return errors.New("reboundriver: WithKindRule: kind is empty, want a River job kind")
-		}
-		if err := checkRule(rule); err != nil {
-			return fmt.Errorf("reboundriver: WithKindRule(%q): %w", kind, err)
-		}
-		if r.kinds == nil {
-			r.kinds = make(map[string]backoff.Rule)
-		}
-		r.kinds[kind] = rule
-		return nil
-	}
-}
-
-// WithKey sets the function that picks a job's jitter source. The default is
-// backoff.Key(strconv.FormatInt(job.ID, 10)), which makes one job's schedule
-// reproducible and identical on every rebound adapter. A key function that
-// panics is recovered and the default key used.
-func WithKey(key func(job *rivertype.JobRow) backoff.Source) Option {
-	return func(r *Retrier) error {
-		if key == nil {
-			return errors.New("reboundriver: WithKey: key function is nil, want a function")
-		}
-		r.key = key
-		return nil
-	}
-}
-
-// WithObserver reports every attempt the middleware sees to o: AttemptStarted
-// before the worker runs (its context is passed down to the worker) and
-// AttemptEnded once the retry decision is made (snoozes and runs cut short
-// by a stopping client are reported with [observe.Result.Counting] set; see
-// [Retrier.Work]). The attempt's Carrier reads
-// the job's metadata and writes with river.MetadataSet, so values set during
-// one attempt are read back by the next. Panics in o are recovered.
-func WithObserver(o observe.Observer) Option {
-	return func(r *Retrier) error {
-		r.observer = o
-		return nil
-	}
-}
-
-// WithFallbackDelay sets the retry delay used when the policy panics (a
-// foreign backoff.Policy with a bug). d must be positive; the default is
-// [DefaultFallbackDelay].
-func WithFallbackDelay(d time.Duration) Option {
-	return func(r *Retrier) error {
-		if d <= 0 {
-			return fmt.Errorf("reboundriver: fallback delay %s is not positive, want > 0", d)
-		}
-		r.fallback = d
-		return nil
-	}
-}
-
-// WithLogger sets where recovered panics are logged; the default is
-// slog.Default().
-func WithLogger(l *slog.Logger) Option {
-	return func(r *Retrier) error {
-		if l == nil {
-			return errors.New("reboundriver: WithLogger: logger is nil, want a *slog.Logger")
-		}
-		r.logger = l
-		return nil
-	}
-}
-
-func checkRule(rule backoff.Rule) error {
-	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
-		return errors.New("the rule is the zero backoff.Rule, want one built with backoff.NewRule")
-	}
-	return nil
-}
 
 // New returns a Retrier that applies rule to every job kind not given its own
 // rule with [WithKindRule].
@@ -143,10 +61,10 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 	r := &Retrier{
 		rule:     rule,
 		fallback: DefaultFallbackDelay,
-		logger:   slog.Default(),
-		store:    newStore(),
+		notify:   notify.Notifier{Prefix: "reboundriver"},
 		now:      time.Now,
 	}
+	r.store = newStore(r.forgotten)
 	for _, opt := range opts {
 		if opt == nil {
 			continue
@@ -158,6 +76,13 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 	return r, nil
 }
 
+func checkRule(rule backoff.Rule) error {
+	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
+		return errors.New("the rule is the zero backoff.Rule, want one built with backoff.NewRule")
+	}
+	return nil
+}
+
 // Rule returns the rule applied to jobs of the given kind.
 func (r *Retrier) Rule(kind string) backoff.Rule {
 	if rule, ok := r.kinds[kind]; ok {
@@ -167,344 +92,18 @@ func (r *Retrier) Rule(kind string) backoff.Rule {
 }
 
 // Pending returns how many captured retry decisions wait for River to call
-// NextRetry. It stays near the number of jobs failing at this moment; entries
-// River never asks for expire after a few minutes.
+// NextRetry. It stays near the number of jobs failing at this moment: River
+// asks for a decision microseconds after the middleware takes it, and one
+// River never asks for is forgotten within two seconds of River finishing
+// with the attempt (five minutes when the attempt's context never ends).
 func (r *Retrier) Pending() int { return r.store.len() }
 
 // IsMiddleware marks a Retrier as River middleware.
 func (r *Retrier) IsMiddleware() bool { return true }
 
-// InsertMany sets the max_attempts of every job being inserted to the
-// attempts cap of its kind's rule, replacing whatever the insert options or
-// the client's MaxAttempts said, so River's own bookkeeping (the job row,
-// the UI, the rescuer) agrees with the rule. Caps above 32767, the most the
-// PostgreSQL column holds, are stored as 32767; the work-time guard still
-// applies the full cap.
-func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobInsertParams, doInner func(context.Context) ([]*rivertype.JobInsertResult, error)) ([]*rivertype.JobInsertResult, error) {
-	for _, p := range manyParams {
-		if p == nil {
-			continue
-		}
-		kind := p.Kind
-		if kind == "" && p.Args != nil {
-			kind = p.Args.Kind()
-		}
-		p.MaxAttempts = min(r.Rule(kind).MaxAttempts(), maxStoredAttempts)
-	}
-	return doInner(ctx)
-}
+// IsHook marks a Retrier as a River hook.
+func (r *Retrier) IsHook() bool { return true }
 
-// Work runs one attempt of job and decides what follows a failure:
-//
-//   - a permanent error (backoff.Permanent) is returned as
-//     river.JobCancel(err), so the job ends cancelled;
-//   - an attempt at or past the cap ends the job: the running job's
-//     MaxAttempts is lowered to its attempt number and River discards it;
-//   - otherwise the retry time is recorded for NextRetry.
-//
-// Before the worker runs, job.MaxAttempts is set to the rule's cap, so the
-// worker and River both see the cap the rule sets. Snoozes and the worker's
-// own river.JobCancel keep River's meaning. A panic in the worker is decided
-// like an error and then re-raised.
-//
-// Two kinds of run are not attempts in River's eyes, and the observer hears
-// them as such ([observe.Result.Counting]) rather than as failures: a
-// snooze (river.JobSnooze, reported as [observe.Snoozed], firing when the
-// snooze ends) and a run cut short by the client stopping (Stop's soft-stop
-// timeout or StopAndCancel cancels the job's context and the worker returns
-// the cancellation; reported as [observe.Interrupted], the job being put
-// back to run at once). River reruns both without counting them or calling
-// NextRetry.
-func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
-	if job == nil {
-		return doInner(ctx)
-	}
-	rule := r.Rule(job.Kind)
-	r.store.drop(job.ID) // a new attempt supersedes anything left from the last
-	job.MaxAttempts = rule.MaxAttempts()
-
-	a := observe.Attempt{
-		System:      System,
-		Queue:       job.Queue,
-		JobID:       strconv.FormatInt(job.ID, 10),
-		Kind:        job.Kind,
-		Number:      job.Attempt,
-		MaxAttempts: rule.MaxAttempts(),
-		Carrier:     newMetadataCarrier(ctx, job.Metadata),
-	}
-	octx := r.started(ctx, a)
-
-	returned := false
-	defer func() {
-		if returned {
-			return
-		}
-		// The worker panicked (or called runtime.Goexit): decide as for an
-		// error, report, and let the panic carry on to River.
-		p := recover()
-		var perr error
-		if p != nil {
-			perr = fmt.Errorf("panic: %v", p)
-		} else {
-			perr = errors.New("worker goroutine exited without returning")
-		}
-		res, _ := r.settle(ctx, job, rule, perr)
-		r.ended(octx, a, res)
-		if p != nil {
-			panic(p)
-		}
-	}()
-	err = doInner(octx)
-	returned = true
-
-	res, err := r.settle(ctx, job, rule, err)
-	r.ended(octx, a, res)
-	return err
-}
-
-// settle turns an attempt's error into the result to report and the error to
-// hand back to River, recording the retry time when River will ask for it.
-func (r *Retrier) settle(ctx context.Context, job *rivertype.JobRow, rule backoff.Rule, err error) (observe.Result, error) {
-	if err == nil {
-		return observe.Result{}, nil
-	}
-	now := r.now()
-
-	var snooze *rivertype.JobSnoozeError
-	if errors.As(err, &snooze) {
-		// Not an attempt: River reruns the job after the snooze without
-		// counting it, and does not call NextRetry.
-		d := max(snooze.Duration, 0)
-		return uncounted(err, observe.Snoozed, d, now), err
-	}
-	var cancel *rivertype.JobCancelError
-	if errors.As(err, &cancel) || errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
-		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err
-	}
-	if stopping(ctx, err) {
-		// The client is stopping: River puts the job back as it was, to
-		// run at once, without counting the attempt or calling NextRetry.
-		return uncounted(err, observe.Interrupted, 0, now), err
-	}
-
-	d := r.decide(rule, job.Attempt, err, r.source(job))
-	switch d.Outcome {
-	case backoff.OutcomePermanent:
-		return observe.Result{Err: err, Decision: d}, river.JobCancel(err)
-	case backoff.OutcomeRetry:
-		fireAt := ceil(now.Add(d.Delay))
-		r.store.put(job.ID, entry{attempt: job.Attempt, fireAt: fireAt, stored: now})
-		return observe.Result{Err: err, Decision: d, FireAt: fireAt}, err
-	default:
-		// Exhausted: River discards a job whose attempt has reached its
-		// MaxAttempts, and this is the same *JobRow it checks.
-		job.MaxAttempts = job.Attempt
-		return observe.Result{Err: err, Decision: d}, err
-	}
-}
-
-// uncounted is the result of a run River does not count as an attempt: it
-// runs the job again after d, as River's own decision rather than the
-// rule's.
-func uncounted(err error, why observe.Counting, d time.Duration, now time.Time) observe.Result {
-	return observe.Result{
-		Err:      err,
-		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d},
-		FireAt:   now.Add(d),
-		Counting: why,
-	}
-}
-
-// stopping reports whether River takes err as its client stopping, which it
-// does when the job's context was cancelled with the cause River's Stop and
-// StopAndCancel use and the worker returned context.Canceled or that cause.
-// River's cause is an unexported value, so any cause other than the ones
-// River uses for something else (a remote cancellation, a timeout) or a
-// plain cancellation is taken as River's: a plain cancellation of the
-// context the client was started with reaches jobs as context.Canceled, and
-// River counts that run as a failed attempt.
-func stopping(ctx context.Context, err error) bool {
-	if ctx.Err() == nil {
-		return false
-	}
-	switch cause := context.Cause(ctx); {
-	case cause == nil,
-		errors.Is(cause, context.Canceled),
-		errors.Is(cause, context.DeadlineExceeded),
-		errors.Is(cause, rivertype.ErrJobCancelledRemotely):
-		return false
-	default:
-		return errors.Is(err, context.Canceled) || errors.Is(err, cause)
-	}
-}
-
-// NextRetry implements river.ClientRetryPolicy. It returns the time the
-// middleware decided for the attempt that just failed. For a job the
-// middleware did not see (it is not installed, the job's row could not be
-// decoded, or River's rescuer is retrying a stuck job) it applies the kind's
-// rule to the attempt number without an error. The result is never zero and
-// never before now.
-func (r *Retrier) NextRetry(job *rivertype.JobRow) (t time.Time) {
-	now := r.now()
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: NextRetry panicked; using the fallback delay", slog.Any("panic", p))
-			t = now.Add(r.fallback)
-		}
-	}()
-	if job == nil {
-		return now.Add(r.fallback)
-	}
-	if t := r.WorkerNextRetry(job); !t.IsZero() {
-		return t
-	}
-	rule := r.Rule(job.Kind)
-	src := r.source(job)
-	d := r.decide(rule, job.Attempt, nil, src)
-	delay := d.Delay
-	if !d.Retry() {
-		// River retries a job the rule calls exhausted only when the
-		// middleware did not run; wait the policy's delay for the attempt.
-		delay = r.delay(rule, job.Attempt, src)
-	}
-	return later(now.Add(delay), now)
-}
-
-// WorkerNextRetry returns the retry time the middleware decided for job's
-// failed attempt, or the zero time ("no opinion") when it has none, so River
-// goes on to the client's retry policy. Use it from a worker that overrides
-// river.Worker's NextRetry, typically for a kind given its own rule with
-// [WithKindRule]:
-//
-//	func (w *SyncWorker) NextRetry(job *river.Job[SyncArgs]) time.Time {
-//		return w.retrier.WorkerNextRetry(job.JobRow)
-//	}
-//
-// A non-zero result is never before now.
-func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
-	if job == nil {
-		return time.Time{}
-	}
-	e, ok := r.store.take(job.ID, job.Attempt)
-	if !ok {
-		return time.Time{}
-	}
-	return later(e.fireAt, r.now())
-}
-
-// decide is rule.Decide, recovering from a panicking policy: the permanent
-// mark and the cap still apply, and a retry waits the fallback delay.
-func (r *Retrier) decide(rule backoff.Rule, attempt int, err error, src backoff.Source) (d backoff.Decision) {
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: retry policy panicked; using the fallback delay",
-				slog.String("rule", safeString(rule)), slog.Any("panic", p))
-			d = r.fallbackDecision(rule, attempt, err)
-		}
-	}()
-	return rule.Decide(attempt, err, src)
-}
-
-func (r *Retrier) fallbackDecision(rule backoff.Rule, attempt int, err error) (d backoff.Decision) {
-	defer func() {
-		if recover() != nil { // an error whose As or Unwrap panics
-			d = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}
-		}
-	}()
-	switch {
-	case backoff.IsPermanent(err):
-		return backoff.Decision{Outcome: backoff.OutcomePermanent}
-	case attempt >= rule.MaxAttempts():
-		return backoff.Decision{Outcome: backoff.OutcomeExhausted}
-	}
-	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}
-}
-
-// delay is the policy's delay for attempt, or the fallback if it panics.
-func (r *Retrier) delay(rule backoff.Rule, attempt int, src backoff.Source) (d time.Duration) {
-	defer func() {
-		if recover() != nil {
-			d = r.fallback
-		}
-	}()
-	return backoff.Delay(rule.Policy(), attempt, src)
-}
-
-// source returns job's jitter source, keyed by its ID unless WithKey says
-// otherwise.
-func (r *Retrier) source(job *rivertype.JobRow) (src backoff.Source) {
-	def := backoff.Key(strconv.FormatInt(job.ID, 10))
-	if r.key == nil {
-		return def
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: key function panicked; keying by job ID", slog.Any("panic", p))
-			src = def
-		}
-	}()
-	return r.key(job)
-}
-
-// started calls the observer's AttemptStarted, recovering from a panic.
-func (r *Retrier) started(ctx context.Context, a observe.Attempt) (out context.Context) {
-	if r.observer == nil {
-		return ctx
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: observer AttemptStarted panicked", slog.Any("panic", p))
-			out = ctx
-		}
-	}()
-	if out = r.observer.AttemptStarted(ctx, a); out == nil {
-		out = ctx
-	}
-	return out
-}
-
-// ended calls the observer's AttemptEnded, recovering from a panic.
-func (r *Retrier) ended(ctx context.Context, a observe.Attempt, res observe.Result) {
-	if r.observer == nil {
-		return
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			r.logger.Error("reboundriver: observer AttemptEnded panicked", slog.Any("panic", p))
-		}
-	}()
-	r.observer.AttemptEnded(ctx, a, res)
-}
-
-// Resolution is the precision of the fire times a Retrier hands River: they
-// are rounded up to whole milliseconds, the coarsest precision River's
-// drivers store (SQLite rounds to the nearest millisecond, PostgreSQL to
-// the microsecond), so the stored time is never before the computed one.
-const Resolution = time.Millisecond
-
-// later returns t, or now when t is zero or before now, rounded up to a
-// whole [Resolution].
-func later(t, now time.Time) time.Time {
-	if t.Before(now) {
-		t = now
-	}
-	return ceil(t)
-}
-
-// ceil rounds t up to a whole Resolution.
-func ceil(t time.Time) time.Time {
-	r := t.Truncate(Resolution)
-	if r.Before(t) {
-		r = r.Add(Resolution)
-	}
-	return r
-}
-
-func safeString(rule backoff.Rule) (s string) {
-	defer func() {
-		if recover() != nil {
-			s = "<unprintable>"
-		}
-	}()
-	return rule.String()
-}
+// IsPlugin marks a Retrier as a River plugin, installed in river.Config's
+// Plugins as both middleware and hook.
+func (r *Retrier) IsPlugin() bool { return true }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,11 +17,14 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 var (
 	errBoom   = errors.New("boom")
 	quietLogs = slog.New(slog.NewTextHandler(io.Discard, nil))
+	// quietErrors silences the internal errors the tests provoke.
+	quietErrors = WithErrorHandler(func(error) {})
 	// base is a fixed clock reading, a whole second, for exact delays.
 	base = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 )
@@ -39,7 +41,7 @@ func mustRule(t testing.TB, p backoff.Policy, max int) backoff.Rule {
 // newFixed returns a Retrier on a frozen clock at base.
 func newFixed(t testing.TB, rule backoff.Rule, opts ...Option) *Retrier {
 	t.Helper()
-	r, err := New(rule, append([]Option{WithLogger(quietLogs)}, opts...)...)
+	r, err := New(rule, append([]Option{quietErrors}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,9 +76,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"zero rule", backoff.Rule{}, nil, "zero backoff.Rule"},
 		{"zero kind rule", good, []Option{WithKindRule("k", backoff.Rule{})}, `WithKindRule("k")`},
 		{"empty kind", good, []Option{WithKindRule("", good)}, "kind is empty"},
-		{"nil key", good, []Option{WithKey(nil)}, "key function is nil"},
-		{"zero fallback", good, []Option{WithFallbackDelay(0)}, "fallback delay 0s is not positive"},
-		{"nil logger", good, []Option{WithLogger(nil)}, "logger is nil"},
+		{"zero fallback", good, []Option{WithFallbackDelay(0)}, "WithFallbackDelay: 0s is not positive, want > 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -167,6 +167,25 @@ func TestAttemptsCap(t *testing.T) {
 	}
 }
 
+// A cap above what PostgreSQL stores (32767, a smallint) gives up at 32767
+// runs: River is never asked to retry a job whose next attempt number it
+// cannot store.
+func TestCapAboveStorableGivesUpAtStorable(t *testing.T) {
+	o := &reboundtest.Recorder{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 40000), WithObserver(o))
+	job := &rivertype.JobRow{ID: 9, Attempt: math.MaxInt16 - 1, MaxAttempts: math.MaxInt16}
+	if _, retried, _ := attempt(r, job, errBoom); !retried {
+		t.Fatal("attempt 32766 of a 40000 cap: no retry, want one")
+	}
+	job = &rivertype.JobRow{ID: 9, Attempt: math.MaxInt16, MaxAttempts: math.MaxInt16}
+	if _, retried, _ := attempt(r, job, errBoom); retried || job.MaxAttempts > math.MaxInt16 {
+		t.Fatalf("attempt 32767 of a 40000 cap: retried %v with job.MaxAttempts %d, want exhausted at 32767", retried, job.MaxAttempts)
+	}
+	if got := ended(o)[1].Outcome(); got != "exhausted" || started(o)[1].MaxAttempts != math.MaxInt16 {
+		t.Fatalf("observer heard %s with MaxAttempts %d, want exhausted of 32767", got, started(o)[1].MaxAttempts)
+	}
+}
+
 func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
 	for i, err := range []error{river.JobSnooze(time.Minute), river.JobCancel(errBoom), nil} {
@@ -180,9 +199,11 @@ func TestSnoozeAndCancelLeaveNothing(t *testing.T) {
 	}
 }
 
-// A worker panic is decided like an error, and River still sees the panic.
+// A worker panic is decided like an error, and River still sees the panic;
+// the observer is told an *observe.PanicError, as on every adapter.
 func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
-	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3))
+	o := &reboundtest.Recorder{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 11, Attempt: 1, MaxAttempts: 3}
 	func() {
 		defer func() {
@@ -194,6 +215,10 @@ func TestWorkerPanicIsRetriedAndRepanics(t *testing.T) {
 	}()
 	if got := r.NextRetry(job).Sub(base); got != time.Second {
 		t.Fatalf("NextRetry after a panic: +%v, want +1s", got)
+	}
+	var pe *observe.PanicError
+	if len(ended(o)) != 1 || !errors.As(ended(o)[0].Err, &pe) || pe.Op != "handler" || pe.Value != "worker bug" || len(pe.Stack) == 0 {
+		t.Fatalf("observer heard %+v, want a retry whose error is *observe.PanicError{Op: handler, Value: worker bug, Stack}", ended(o))
 	}
 }
 
@@ -253,7 +278,7 @@ func TestNextRetryNeverInThePast(t *testing.T) {
 	attempts := []int{math.MinInt, -1, 0, 1, 2, 62, 63, 64, 1000, math.MaxInt32, math.MaxInt - 1, math.MaxInt}
 	for rn, rule := range rules {
 		for kn, key := range keys {
-			r, err := New(rule, WithLogger(quietLogs), key)
+			r, err := New(rule, quietErrors, key)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -273,7 +298,7 @@ func TestNextRetryNeverInThePast(t *testing.T) {
 			}
 		}
 	}
-	r, _ := New(exp, WithLogger(quietLogs))
+	r, _ := New(exp, quietErrors)
 	if got := r.NextRetry(nil); got.Before(time.Now()) {
 		t.Errorf("NextRetry(nil) = %v, in the past", got)
 	}
@@ -288,31 +313,84 @@ func TestNextRetryNeverInThePast(t *testing.T) {
 	}
 }
 
-// An entry River never asks for (an ErrorHandler cancelled the job, or a
-// worker's own NextRetry answered) expires.
-func TestOrphanedEntriesExpire(t *testing.T) {
+// A decision is handed out only for the attempt it was taken for.
+func TestEntryForAnotherAttemptIsNotUsed(t *testing.T) {
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 5))
-	clock := base
-	r.now = func() time.Time { return clock }
-	r.store.now = r.now
-	for id := range int64(100) {
-		_ = r.Work(context.Background(), &rivertype.JobRow{ID: id, Attempt: 1, MaxAttempts: 5}, func(context.Context) error { return errBoom })
-	}
-	if r.Pending() != 100 {
-		t.Fatalf("Pending = %d, want 100 orphans", r.Pending())
-	}
-	clock = clock.Add(entryTTL + time.Second)
-	_ = r.Work(context.Background(), &rivertype.JobRow{ID: 1000, Attempt: 1, MaxAttempts: 5}, func(context.Context) error { return errBoom })
+	job := &rivertype.JobRow{ID: 1000, Attempt: 1, MaxAttempts: 5}
+	_ = r.Work(context.Background(), job, func(context.Context) error { return errBoom })
 	if r.Pending() != 1 {
-		t.Fatalf("Pending = %d after the TTL, want only the fresh entry", r.Pending())
+		t.Fatalf("Pending = %d after a failed attempt, want 1", r.Pending())
 	}
-	// A stale entry for an older attempt of the same job is not used.
-	job := &rivertype.JobRow{ID: 1000, Attempt: 2, MaxAttempts: 5}
+	job.Attempt = 2
 	if got := r.WorkerNextRetry(job); !got.IsZero() {
 		t.Fatalf("WorkerNextRetry for attempt 2 used attempt 1's entry: %v", got)
 	}
 	if r.Pending() != 0 {
 		t.Fatalf("Pending = %d, want 0", r.Pending())
+	}
+}
+
+// Options given nil mean "none" or "the default", never an error.
+func TestNilOptionsMeanDefault(t *testing.T) {
+	r, err := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), nil, WithKey(nil), WithObserver(nil), WithGiveUp(nil), WithErrorHandler(nil))
+	if err != nil {
+		t.Fatalf("New with nil options: %v", err)
+	}
+	r.now = func() time.Time { return base }
+	job := &rivertype.JobRow{ID: 4, Attempt: 1}
+	if next, _, _ := attempt(r, job, errBoom); next.Sub(base) != time.Second {
+		t.Fatalf("NextRetry +%v, want +1s", next.Sub(base))
+	}
+}
+
+// Every recovered panic of user code reaches the error handler once, as an
+// *observe.PanicError naming what panicked; the give-up hook hears each
+// job given up once, after the observer.
+func TestReports(t *testing.T) {
+	var reports []string
+	onError := func(err error) {
+		var pe *observe.PanicError
+		if !errors.As(err, &pe) {
+			t.Errorf("error handler told %v, want an *observe.PanicError", err)
+			return
+		}
+		reports = append(reports, pe.Op)
+	}
+	var gaveUp []string
+	hook := func(_ context.Context, g observe.GiveUp) {
+		gaveUp = append(gaveUp, fmt.Sprintf("%s %d %v %v", g.Attempt.JobID, g.Attempt.Number, g.Outcome, g.Err))
+	}
+	broken, _ := backoff.NewRule(panicPolicy{}, 3)
+	r := newFixed(t, broken, WithErrorHandler(onError), WithGiveUp(hook), WithObserver(panicObserver{}),
+		WithKey(func(*rivertype.JobRow) backoff.Source { panic("key bug") }))
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 1, Attempt: 1}, errBoom)
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 2, Attempt: 3}, errBoom)
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 3, Attempt: 1}, backoff.Permanent(errBoom))
+	_, _, _ = attempt(r, &rivertype.JobRow{ID: 4, Attempt: 1}, textPanics{})
+	want := "observer key policy observer " + // job 1: started, key, policy, ended
+		"observer key observer " + // job 2: exhausted, the policy is not asked
+		"observer key observer " + // job 3: permanent, the policy is not asked
+		"observer error text key policy observer" // job 4
+	if got := strings.Join(reports, " "); got != want {
+		t.Errorf("error handler told panics of\n %s\nwant\n %s", got, want)
+	}
+	if got := strings.Join(gaveUp, "; "); got != "2 3 exhausted boom; 3 1 permanent boom" {
+		t.Errorf("give-up hook told %q, want job 2 exhausted at 3 and job 3 permanent at 1", got)
+	}
+}
+
+// A Retrier installed twice, as a plugin and as middleware, works each
+// attempt once.
+func TestInstalledTwiceWorksOnce(t *testing.T) {
+	o := &reboundtest.Recorder{}
+	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
+	job := &rivertype.JobRow{ID: 1, Attempt: 1}
+	_ = r.Work(context.Background(), job, func(ctx context.Context) error {
+		return r.Work(ctx, job, func(context.Context) error { return errBoom })
+	})
+	r.NextRetry(job)
+	if len(started(o)) != 1 || len(ended(o)) != 1 {
+		t.Fatalf("observer told %d starts and %d ends, want one of each", len(started(o)), len(ended(o)))
 	}
 }
 
@@ -351,67 +429,43 @@ func TestInsertMiddlewareSetsCap(t *testing.T) {
 	}
 }
 
-// recordingObserver records what the middleware reports.
-type recordingObserver struct {
-	mu      sync.Mutex
-	started []observe.Attempt
-	ended   []observe.Result
-	ctxOK   bool
-	panics  bool
+// panicObserver is an observer with a bug.
+type panicObserver struct{}
+
+func (panicObserver) AttemptStarted(context.Context, observe.Attempt) context.Context {
+	panic("observer bug")
 }
-
-type obsKey struct{}
-
-func (o *recordingObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
-	o.mu.Lock()
-	o.started = append(o.started, a)
-	o.mu.Unlock()
-	if o.panics {
-		panic("observer bug")
-	}
-	return context.WithValue(ctx, obsKey{}, a.JobID)
-}
-
-func (o *recordingObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.ended = append(o.ended, r)
-	o.ctxOK = ctx.Value(obsKey{}) == a.JobID
-	if o.panics {
-		panic("observer bug")
-	}
+func (panicObserver) AttemptEnded(context.Context, observe.Attempt, observe.Result) {
+	panic("observer bug")
 }
 
 func TestObserverReports(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 77, Attempt: 2, MaxAttempts: 25, Kind: "mail", Queue: "q1", Metadata: []byte(`{"a":"x","n":3}`)}
-	var sawCtx bool
-	_ = r.Work(context.Background(), job, func(ctx context.Context) error {
-		sawCtx = ctx.Value(obsKey{}) == "77"
-		return errBoom
-	})
-	if !sawCtx {
-		t.Error("the worker did not get the context AttemptStarted returned")
+	_ = r.Work(context.Background(), job, func(ctx context.Context) error { return errBoom })
+	if len(ended(o)) != 0 {
+		t.Fatalf("a retry was reported before River asked for its time: %+v", ended(o))
 	}
-	a := o.started[0]
+	next := r.NextRetry(job)
+	a := started(o)[0]
 	want := observe.Attempt{System: "river", Queue: "q1", JobID: "77", Kind: "mail", Number: 2, MaxAttempts: 3}
 	a.Carrier, want.Carrier = nil, nil
 	if a != want {
 		t.Errorf("Attempt = %+v, want %+v", a, want)
 	}
-	if c := o.started[0].Carrier; c.Get("a") != "x" || c.Get("n") != "3" || len(c.Keys()) != 2 {
+	if c := started(o)[0].Carrier; c.Get("a") != "x" || c.Get("n") != "3" || len(c.Keys()) != 2 {
 		t.Errorf("Carrier reads a=%q n=%q keys=%v, want x, 3 and two keys", c.Get("a"), c.Get("n"), c.Keys())
 	}
-	res := o.ended[0]
+	res := ended(o)[0]
 	if !errors.Is(res.Err, errBoom) || !res.Decision.Retry() || res.Decision.Delay != time.Second || !res.FireAt.Equal(base.Add(time.Second)) {
 		t.Errorf("Result = %+v, want errBoom, retry after 1s at base+1s", res)
 	}
-	if !o.ctxOK {
-		t.Error("AttemptEnded did not get the context AttemptStarted returned")
+	if p := o.Problems(); len(p) > 0 {
+		t.Errorf("the recorder saw %v", p)
 	}
-	if !r.NextRetry(job).Equal(res.FireAt) {
-		t.Errorf("NextRetry %v differs from the reported FireAt %v", r.NextRetry(job), res.FireAt)
+	if !next.Equal(res.FireAt) {
+		t.Errorf("NextRetry %v differs from the reported FireAt %v", next, res.FireAt)
 	}
 
 	// The last attempt reports exhausted, a permanent error permanent.
@@ -421,7 +475,7 @@ func TestObserverReports(t *testing.T) {
 	_ = r.Work(context.Background(), job, func(context.Context) error { return backoff.Permanent(errBoom) })
 	job = &rivertype.JobRow{ID: 80, Attempt: 1, MaxAttempts: 25}
 	_ = r.Work(context.Background(), job, func(context.Context) error { return nil })
-	got := []string{o.ended[1].Outcome(), o.ended[2].Outcome(), o.ended[3].Outcome()}
+	got := []string{ended(o)[1].Outcome(), ended(o)[2].Outcome(), ended(o)[3].Outcome()}
 	if strings.Join(got, ",") != "exhausted,permanent,success" {
 		t.Errorf("outcomes %v, want exhausted, permanent, success", got)
 	}
@@ -435,7 +489,7 @@ var errRiverStop = errors.New("stop initiated")
 // they are reported as Counting, not as retries, and leave no entry.
 // Cancellations River does count keep being decided by the rule.
 func TestObserverReportsCounting(t *testing.T) {
-	o := &recordingObserver{}
+	o := &reboundtest.Recorder{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	cancelled := func(cause error) context.Context {
 		ctx, cancel := context.WithCancelCause(context.Background())
@@ -473,13 +527,14 @@ func TestObserverReportsCounting(t *testing.T) {
 			observe.Counted, "permanent", time.Time{}, false},
 	}
 	for i, c := range cases {
-		o.ended = nil
+		o.Reset()
 		job := &rivertype.JobRow{ID: int64(100 + i), Attempt: 1, MaxAttempts: 3}
 		returned := r.Work(c.ctx, job, c.worker)
-		if len(o.ended) != 1 {
-			t.Fatalf("%s: %d results reported, want 1", c.name, len(o.ended))
+		got := r.WorkerNextRetry(job)
+		if len(ended(o)) != 1 {
+			t.Fatalf("%s: %d results reported, want 1", c.name, len(ended(o)))
 		}
-		res := o.ended[0]
+		res := ended(o)[0]
 		if res.Counting != c.uncounted || res.Outcome() != c.outcome || !res.FireAt.Equal(c.fireAt) {
 			t.Errorf("%s: reported %v (%s) firing at %v, want %v (%s) at %v",
 				c.name, res.Counting, res.Outcome(), res.FireAt, c.uncounted, c.outcome, c.fireAt)
@@ -490,7 +545,7 @@ func TestObserverReportsCounting(t *testing.T) {
 		if c.uncounted != observe.Counted && (!res.Decision.Retry() || !base.Add(res.Decision.Delay).Equal(c.fireAt)) {
 			t.Errorf("%s: decision %+v, want River's rerun after the time until FireAt", c.name, res.Decision)
 		}
-		if got := r.WorkerNextRetry(job); got.IsZero() == c.entry || (c.entry && !got.Equal(res.FireAt)) {
+		if got.IsZero() == c.entry || (c.entry && !got.Equal(res.FireAt)) {
 			t.Errorf("%s: captured retry time %v, want one (%v) only when River calls NextRetry", c.name, got, c.entry)
 		}
 	}
@@ -500,7 +555,7 @@ func TestObserverReportsCounting(t *testing.T) {
 }
 
 func TestObserverPanicsAreRecovered(t *testing.T) {
-	o := &recordingObserver{panics: true}
+	o := panicObserver{}
 	r := newFixed(t, mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithObserver(o))
 	job := &rivertype.JobRow{ID: 1, Attempt: 1, MaxAttempts: 3}
 	ran := false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // scriptArgs tells scriptWorker what to return.
@@ -67,17 +69,30 @@ type rtEnv[TTx any] struct {
 	driver riverdriver.Driver[TTx]
 	tx     func(t testing.TB) TTx
 	schema string
+	// setAttempt overwrites a job's stored attempt number in tx, as if it
+	// had run that many times.
+	setAttempt func(t testing.TB, tx TTx, id int64, attempt int)
 }
 
 // forBackends runs body on PostgreSQL and on SQLite.
 func forBackends(t *testing.T, pg func(t *testing.T, e rtEnv[pgxTx]), lite func(t *testing.T, e rtEnv[sqlTx])) {
 	t.Run("postgres", func(t *testing.T) {
 		pool, schema := postgresDB(t)
-		pg(t, rtEnv[pgxTx]{driver: riverpgxv5.New(nil), tx: func(t testing.TB) pgxTx { return pgTx(t, pool) }, schema: schema})
+		pg(t, rtEnv[pgxTx]{driver: riverpgxv5.New(nil), tx: func(t testing.TB) pgxTx { return pgTx(t, pool) }, schema: schema,
+			setAttempt: func(t testing.TB, tx pgxTx, id int64, attempt int) {
+				if _, err := tx.Exec(context.Background(), "UPDATE "+schema+".river_job SET attempt = $1 WHERE id = $2", attempt, id); err != nil {
+					t.Fatalf("set attempt: %v", err)
+				}
+			}})
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		db := sqliteDB(t)
-		lite(t, rtEnv[sqlTx]{driver: riversqlite.New(nil), tx: func(t testing.TB) sqlTx { return sqliteTx(t, db) }})
+		lite(t, rtEnv[sqlTx]{driver: riversqlite.New(nil), tx: func(t testing.TB) sqlTx { return sqliteTx(t, db) },
+			setAttempt: func(t testing.TB, tx sqlTx, id int64, attempt int) {
+				if _, err := tx.Exec("UPDATE river_job SET attempt = ? WHERE id = ?", attempt, id); err != nil {
+					t.Fatalf("set attempt: %v", err)
+				}
+			}})
 	})
 }
 
@@ -96,35 +111,11 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	ctx := context.Background()
 	jittered := backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(10*time.Second, time.Hour))))
 	rule := mustRule(t, jittered, 3)
-
-	t.Run("ErrorCaptureKeyedSchedule", func(t *testing.T) {
-		r, _ := New(rule, WithLogger(quietLogs))
-		w := testWorker(t, e, r)
-		tx := e.tx(t)
-		before := time.Now()
-		res, err := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
-		after := time.Now()
-		if !errors.Is(err, errScripted) || res.Job.State != rivertype.JobStateRetryable {
-			t.Fatalf("got %v, state %s; want the scripted error and retryable", err, res.Job.State)
-		}
-		want := rule.Decide(1, errScripted, backoff.Key(strconv.FormatInt(res.Job.ID, 10))).Delay
-		if at := res.Job.ScheduledAt; at.Before(before.Add(want)) || at.After(after.Add(want).Add(Resolution)) {
-			t.Fatalf("scheduled_at %v is not the keyed delay %v after the attempt (%v..%v)", at, want, before, after)
-		}
-		if r.Pending() != 0 {
-			t.Fatalf("Pending = %d after NextRetry, want 0", r.Pending())
-		}
-		// The second attempt follows the same key.
-		before = time.Now()
-		res, _ = w.WorkJob(ctx, t, tx, res.Job)
-		want = rule.Decide(2, errScripted, backoff.Key(strconv.FormatInt(res.Job.ID, 10))).Delay
-		if d := res.Job.ScheduledAt.Sub(before); d < want || d > want+2*time.Second {
-			t.Fatalf("attempt 2 scheduled %v ahead, want the keyed %v", d, want)
-		}
-	})
+	// The keyed schedule and retry-after hints are in TestExactMappings,
+	// through reboundrivertest.
 
 	t.Run("PermanentCancels", func(t *testing.T) {
-		r, _ := New(rule, WithLogger(quietLogs))
+		r, _ := New(rule, quietErrors)
 		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "permanent"}, nil)
 		if res.Job.State != rivertype.JobStateCancelled || res.EventKind != river.EventKindJobCancelled {
 			t.Fatalf("permanent error: state %s, event %s; want cancelled", res.Job.State, res.EventKind)
@@ -134,19 +125,10 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 		}
 	})
 
-	t.Run("RetryAfter", func(t *testing.T) {
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Second)), 3), WithLogger(quietLogs))
-		before := time.Now()
-		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "retry-after"}, nil)
-		if d := res.Job.ScheduledAt.Sub(before); res.Job.State != rivertype.JobStateRetryable || d < 30*time.Second {
-			t.Fatalf("retry-after 30s: state %s scheduled %v ahead, want retryable >= 30s ahead", res.Job.State, d)
-		}
-	})
-
 	// A job inserted with MaxAttempts far above the rule's cap, by a client
 	// without the insert middleware, still ends discarded at the cap.
 	t.Run("InsertedAboveCap", func(t *testing.T) {
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), WithLogger(quietLogs))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), quietErrors)
 		w := testWorker(t, e, r)
 		tx := e.tx(t)
 		plain, err := river.NewClient(e.driver, &river.Config{Schema: e.schema, Logger: quietLogs})
@@ -175,9 +157,36 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 		}
 	})
 
+	// A rule whose cap is above 32767, the largest attempt number
+	// PostgreSQL stores (smallint), gives up at 32767 runs: a retry after
+	// that run would make every later fetch of the queue fail with
+	// "smallint out of range".
+	t.Run("CapAboveSmallint", func(t *testing.T) {
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 1<<20), quietErrors)
+		w := testWorker(t, e, r)
+		tx := e.tx(t)
+		res, _ := w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, nil)
+		if res.Job.MaxAttempts != math.MaxInt16 {
+			t.Fatalf("inserted max_attempts %d, want 32767", res.Job.MaxAttempts)
+		}
+		ins, err := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
+		if err == nil || ins.Job.State == rivertype.JobStateDiscarded {
+			t.Fatalf("attempt 1: %v, state %s; want a failure to retry", err, ins.Job.State)
+		}
+		e.setAttempt(t, tx, ins.Job.ID, math.MaxInt16-1)
+		ins.Job.Attempt = math.MaxInt16 - 1
+		res, _ = w.WorkJob(ctx, t, tx, ins.Job)
+		if res.Job.Attempt != math.MaxInt16 || res.Job.State != rivertype.JobStateDiscarded {
+			t.Fatalf("run 32767: attempt %d, state %s; want discarded at 32767", res.Job.Attempt, res.Job.State)
+		}
+		if r.Pending() != 0 {
+			t.Fatalf("Pending = %d, want 0", r.Pending())
+		}
+	})
+
 	t.Run("BrokenPolicy", func(t *testing.T) {
 		broken, _ := backoff.NewRule(panicPolicy{}, 3)
-		r, _ := New(broken, WithLogger(quietLogs), WithFallbackDelay(time.Hour))
+		r, _ := New(broken, quietErrors, WithFallbackDelay(time.Hour))
 		before := time.Now()
 		res, _ := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "fail"}, nil)
 		if d := res.Job.ScheduledAt.Sub(before); d < time.Hour || d > time.Hour+2*time.Second {
@@ -186,7 +195,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	})
 
 	t.Run("PanicRetried", func(t *testing.T) {
-		r, _ := New(rule, WithLogger(quietLogs))
+		r, _ := New(rule, quietErrors)
 		res, err := testWorker(t, e, r).Work(ctx, t, e.tx(t), scriptArgs{Mode: "panic"}, nil)
 		var pe *rivertest.PanicError
 		if !errors.As(err, &pe) || res.Job.State != rivertype.JobStateRetryable {
@@ -200,7 +209,7 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	// The observer's Carrier writes job metadata that the next attempt reads.
 	t.Run("CarrierPersists", func(t *testing.T) {
 		o := &countingObserver{}
-		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 5), WithLogger(quietLogs), WithObserver(o))
+		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 5), quietErrors, WithObserver(o))
 		w := testWorker(t, e, r)
 		tx := e.tx(t)
 		res, _ := w.Work(ctx, t, tx, scriptArgs{Mode: "fail"}, nil)
@@ -211,6 +220,14 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 		}
 		if md["rebound_seen"] != "2" || o.lastSeen.Load() != 1 {
 			t.Fatalf("metadata %v, observer read %d at attempt 2; want rebound_seen 2 and a read of 1", md, o.lastSeen.Load())
+		}
+		res, _ = w.Work(ctx, t, tx, scriptArgs{Mode: "ok"}, nil)
+		md = nil
+		if err := json.Unmarshal(res.Job.Metadata, &md); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := md["rebound_late"]; ok || md["rebound_seen"] != "1" {
+			t.Fatalf("metadata %v after a success: want rebound_seen 1 and no value Set after the worker returned", md)
 		}
 	})
 }
@@ -224,7 +241,9 @@ func (o *countingObserver) AttemptStarted(ctx context.Context, a observe.Attempt
 	a.Carrier.Set("rebound_seen", strconv.Itoa(n+1))
 	return ctx
 }
-func (o *countingObserver) AttemptEnded(context.Context, observe.Attempt, observe.Result) {}
+func (o *countingObserver) AttemptEnded(_ context.Context, a observe.Attempt, _ observe.Result) {
+	a.Carrier.Set("rebound_late", "1")
+}
 
 func TestRivertest(t *testing.T) {
 	forBackends(t, rivertestMappings[pgxTx], rivertestMappings[sqlTx])
@@ -234,7 +253,7 @@ func TestRivertest(t *testing.T) {
 func cleanupAfterManyJobs[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schema string) {
 	const n = 1000
 	modes := []string{"ok", "permanent", "cancel", "snooze", "fail", "fail-once", "panic"}
-	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), WithLogger(quietLogs))
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Millisecond)), 2), quietErrors)
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &scriptWorker{})
 	cfg := clientConfig(t, r, schema, workers, 50, testPoll)
@@ -313,8 +332,8 @@ func stopMidAttempt[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 	stop func(ctx context.Context, client *river.Client[TTx], cancelStart context.CancelFunc) error,
 ) (*rivertype.JobRow, []observe.Result, *Retrier) {
 	t.Helper()
-	o := &recordingObserver{}
-	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), WithLogger(quietLogs), WithObserver(o))
+	o := &reboundtest.Recorder{}
+	r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o))
 	w := &blockWorker{running: make(chan struct{}, 1)}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, w)
@@ -354,12 +373,10 @@ func stopMidAttempt[TTx any](t *testing.T, driver riverdriver.Driver[TTx], schem
 	if _, err := client.JobDelete(context.Background(), ins.Job.ID); err != nil {
 		t.Fatalf("JobDelete: %v", err)
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.started) != 1 || o.started[0].JobID != strconv.FormatInt(ins.Job.ID, 10) {
-		t.Fatalf("observer saw %d attempts (%+v), want one of job %d", len(o.started), o.started, ins.Job.ID)
+	if len(started(o)) != 1 || started(o)[0].JobID != strconv.FormatInt(ins.Job.ID, 10) {
+		t.Fatalf("observer saw %d attempts (%+v), want one of job %d", len(started(o)), started(o), ins.Job.ID)
 	}
-	return job, append([]observe.Result(nil), o.ended...), r
+	return job, append([]observe.Result(nil), ended(o)...), r
 }
 
 // A client that stops while a job runs puts the job back without counting

@@ -193,7 +193,7 @@ func newRiver[TTx any](driver riverdriver.Driver[TTx], schema string, rule backo
 	r, err := reboundriver.New(rule,
 		reboundriver.WithObserver(rec),
 		reboundriver.WithKey(keyByArgs),
-		reboundriver.WithLogger(logger))
+		reboundriver.WithErrorHandler(func(err error) { logger.Error("reboundriver: internal error", "err", err) }))
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,7 @@
 //	go run ./examples/river -postgres postgres://localhost/mydb   # a real PostgreSQL
 //
 // The integration is one value in two places: river.Config's RetryPolicy and
-// Middleware.
+// Plugins.
 package main
 
 import (
@@ -90,8 +90,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, worker)
 	config := &river.Config{
-		RetryPolicy: retrier,                         // rebound decides every retry time
-		Middleware:  []rivertype.Middleware{retrier}, // with the attempt's error at hand
+		RetryPolicy: retrier,                     // rebound decides every retry time
+		Plugins:     []rivertype.Plugin{retrier}, // with the attempt's error at hand
 		Queues:      map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
 		Workers:     workers,
 		// River polls every second by default; shorter for a quick demo.

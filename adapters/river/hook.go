@@ -1,0 +1,23 @@
+package reboundriver
+
+import (
+	"context"
+	"errors"
+
+	"github.com/riverqueue/river/rivertype"
+)
+
+// WorkEnd implements rivertype.HookWorkEnd (when the Retrier is installed
+// in river.Config's Plugins): River calls it as the worker returns, with the
+// attempt's context, which carries River's JobTimeout or the worker's
+// Timeout. A worker that returns nil after that deadline has outlived its
+// timeout: WorkEnd turns the nil into context.DeadlineExceeded, so the
+// attempt is one failed attempt, decided by the rule, as it is on every
+// rebound adapter (River on its own would record a success). Any other
+// result passes through unchanged.
+func (r *Retrier) WorkEnd(ctx context.Context, _ *rivertype.JobRow, err error) error {
+	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return context.DeadlineExceeded
+	}
+	return err
+}

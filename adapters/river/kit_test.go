@@ -1,0 +1,152 @@
+package reboundriver_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
+	_ "modernc.org/sqlite"
+
+	reboundriver "github.com/rebound-go/rebound/adapters/river"
+	"github.com/rebound-go/rebound/adapters/river/reboundrivertest"
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/testenv"
+)
+
+// The mappings whose exact times matter, through reboundrivertest: River's
+// executor, the Retrier as documented, and a clock that stands still, so
+// a fire time is exactly the clock plus the delay.
+
+var errSend = errors.New("smtp: 421")
+
+type mailArgs struct {
+	// Hint is a retry-after hint to fail with; zero fails without one.
+	Hint time.Duration `json:"hint"`
+}
+
+func (mailArgs) Kind() string { return "rebound_mail" }
+
+type mailWorker struct {
+	river.WorkerDefaults[mailArgs]
+}
+
+func (mailWorker) Work(_ context.Context, job *river.Job[mailArgs]) error {
+	if job.Args.Hint > 0 {
+		return backoff.RetryAfter(errSend, job.Args.Hint)
+	}
+	return errSend
+}
+
+// kitBackend is one database for the kit: a pool-less driver, the schema,
+// and a transaction per test.
+type kitBackend[TTx any] struct {
+	driver riverdriver.Driver[TTx]
+	schema string
+	tx     func(t *testing.T) TTx
+}
+
+func kitBackends(t *testing.T, pg func(*testing.T, kitBackend[pgx.Tx]), lite func(*testing.T, kitBackend[*sql.Tx])) {
+	migrate := func(t *testing.T, m *rivermigrate.Migrator[pgx.Tx], lm *rivermigrate.Migrator[*sql.Tx]) {
+		var err error
+		if m != nil {
+			_, err = m.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
+		} else {
+			_, err = lm.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
+		}
+		if err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	t.Run("postgres", func(t *testing.T) {
+		pool := testenv.Postgres(t)
+		schema := testenv.Schema(t, pool)
+		m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		migrate(t, m, nil)
+		pg(t, kitBackend[pgx.Tx]{driver: riverpgxv5.New(nil), schema: schema, tx: func(t *testing.T) pgx.Tx {
+			tx, err := pool.Begin(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+			return tx
+		}})
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "river.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		db.SetMaxOpenConns(1)
+		t.Cleanup(func() { _ = db.Close() })
+		m, err := rivermigrate.New(riversqlite.New(db), &rivermigrate.Config{Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		migrate(t, nil, m)
+		lite(t, kitBackend[*sql.Tx]{driver: riversqlite.New(nil), tx: func(t *testing.T) *sql.Tx {
+			tx, err := db.Begin()
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = tx.Rollback() })
+			return tx
+		}})
+	})
+}
+
+func exactMappings[TTx any](t *testing.T, b kitBackend[TTx]) {
+	ctx := context.Background()
+	newWorker := func(t *testing.T, rule backoff.Rule) *reboundrivertest.Worker[mailArgs, TTx] {
+		return reboundrivertest.NewWorker(t, b.driver, &river.Config{Schema: b.schema, Logger: slog.New(slog.DiscardHandler)},
+			river.Worker[mailArgs](mailWorker{}), rule)
+	}
+
+	// The middleware captures the error, and River stores the rule's delay
+	// for the job's key, exactly, attempt after attempt.
+	t.Run("KeyedSchedule", func(t *testing.T) {
+		rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(10*time.Second, time.Hour)))), 3))
+		w := newWorker(t, rule)
+		tx := b.tx(t)
+		res, err := w.Work(ctx, t, tx, mailArgs{}, nil)
+		key := backoff.Key(strconv.FormatInt(res.Job.ID, 10))
+		for n := 1; n <= 2; n++ {
+			want := w.Clock.Now().Add(rule.Decide(n, errSend, key).Delay)
+			if !errors.Is(err, errSend) || res.Job.State != rivertype.JobStateRetryable || res.NextRun().Before(want) || res.NextRun().Sub(want) >= reboundriver.Resolution {
+				t.Fatalf("attempt %d: %v, state %s, next run %v; want the error, retryable at %v", n, err, res.Job.State, res.NextRun(), want)
+			}
+			res, err = w.WorkJob(ctx, t, tx, res.Job)
+		}
+		if res.Job.State != rivertype.JobStateDiscarded || w.Retrier.Pending() != 0 {
+			t.Fatalf("attempt 3: state %s, Pending %d; want discarded, nothing pending", res.Job.State, w.Retrier.Pending())
+		}
+	})
+
+	// A retry-after hint longer than the policy's delay is the delay.
+	t.Run("RetryAfter", func(t *testing.T) {
+		w := newWorker(t, backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(time.Second)), 3)))
+		res, _ := w.Work(ctx, t, b.tx(t), mailArgs{Hint: 30 * time.Second}, nil)
+		if want := w.Clock.Now().Add(30 * time.Second); !res.NextRun().Equal(want) || res.Event.Result.Decision.Delay != 30*time.Second {
+			t.Fatalf("next run %v, told delay %v; want %v, 30s", res.NextRun(), res.Event.Result.Decision.Delay, want)
+		}
+	})
+}
+
+func TestExactMappings(t *testing.T) {
+	kitBackends(t, exactMappings[pgx.Tx], exactMappings[*sql.Tx])
+}
