@@ -109,9 +109,8 @@ func (p EqualJitterPolicy) String() string { return "equal(" + stringOf(p.inner)
 // uniform in [d*(1-f), d*(1+f)], clipped to the inner policy's maximum so the
 // wrapper never exceeds it. Build it with [Proportional].
 type ProportionalPolicy struct {
-	f        float64
-	inner    Policy
-	innerMax time.Duration // maxOf(inner), fixed at construction
+	f     float64
+	inner Policy
 }
 
 // Proportional wraps inner in proportional jitter of fraction f, which must be
@@ -124,7 +123,7 @@ func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 	if isNilPolicy(inner) {
 		return ProportionalPolicy{}, errNilInner
 	}
-	return ProportionalPolicy{f: f, inner: inner, innerMax: maxOf(inner)}, nil
+	return ProportionalPolicy{f: f, inner: inner}, nil
 }
 
 // Delay returns a uniform draw in [d*(1-f), min(d*(1+f), inner.Max())].
@@ -142,12 +141,14 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 	} else {
 		r = fresh()
 	}
-	return p.apply(d, r)
+	return p.apply(d, maxOf(p.inner), r)
 }
 
-// apply maps the random word r onto [d - d*f, min(d + d*f, inner max)].
-func (p ProportionalPolicy) apply(delay time.Duration, r uint64) time.Duration {
-	d := int64(delay)
+// apply maps the random word r onto [d - d*f, min(d + d*f, m)], m being the
+// inner maximum. The inner policy's maximum is read on every call, not kept:
+// a *Spec inside may have been Set to another policy since construction.
+func (p ProportionalPolicy) apply(delay, m time.Duration, r uint64) time.Duration {
+	d := int64(min(delay, m)) // d <= m even if the inner policy changed mid-call
 	spread := d
 	if p.f < 1 {
 		// d >= 0 and f < 1 make the product a float below 2^63 whose
@@ -156,11 +157,11 @@ func (p ProportionalPolicy) apply(delay time.Duration, r uint64) time.Duration {
 	}
 	// The top of the window is d+spread, clipped to the inner maximum
 	// (which is at least d), computed so that it cannot overflow.
-	return time.Duration(between(r, d-spread, d+min(spread, int64(p.innerMax)-d)))
+	return time.Duration(between(r, d-spread, d+min(spread, int64(m)-d)))
 }
 
 // Max returns the inner policy's maximum.
-func (p ProportionalPolicy) Max() time.Duration { return p.innerMax }
+func (p ProportionalPolicy) Max() time.Duration { return maxOf(p.inner) }
 
 // Fraction returns the jitter fraction f.
 func (p ProportionalPolicy) Fraction() float64 { return p.f }

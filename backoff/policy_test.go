@@ -261,3 +261,47 @@ func TestDelayGuardsForeignPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestWrappersFollowASpec: a wrapper around a *Spec answers for the policy
+// the Spec holds now, not the one it held when the wrapper was built. After
+// spec.Set every wrapper's Max is the new inner maximum and no delay passes
+// it, whichever way the maximum moved.
+func TestWrappersFollowASpec(t *testing.T) {
+	for _, tt := range []struct{ from, to string }{
+		{"fixed(1h)", "fixed(1s)"},
+		{"fixed(1s)", "fixed(1h)"},
+		{"exponential(1s, 1h)", "exponential(100ms, 2s)"},
+		{"linear(1s, 1s, 5s)", "exponential(1m, 1h)"},
+	} {
+		spec := &backoff.Spec{}
+		if err := spec.Set(tt.from); err != nil {
+			t.Fatal(err)
+		}
+		wrappers := []backoff.Policy{
+			backoff.Must(backoff.Proportional(0.5, spec)),
+			backoff.Must(backoff.Proportional(1, spec)),
+			backoff.Must(backoff.Jitter(spec)),
+			backoff.Must(backoff.EqualJitter(spec)),
+		}
+		if err := spec.Set(tt.to); err != nil {
+			t.Fatal(err)
+		}
+		want := spec.Max()
+		for _, w := range wrappers {
+			if got := w.Max(); got != want {
+				t.Errorf("%v after Set(%q): Max() = %v, want the Spec's %v", w, tt.to, got, want)
+			}
+			for a := 1; a <= 20; a++ {
+				for k := range 50 {
+					src := backoff.KeyUint64(uint64(k))
+					if d := backoff.Delay(w, a, src); d < 0 || d > want {
+						t.Fatalf("%v after Set(%q) at attempt %d = %v, outside [0, %v]", w, tt.to, a, d, want)
+					}
+					if d := w.Delay(a, src); d < 0 || d > want {
+						t.Fatalf("%v.Delay after Set(%q) at attempt %d = %v, outside [0, %v]", w, tt.to, a, d, want)
+					}
+				}
+			}
+		}
+	}
+}
