@@ -22,37 +22,35 @@ func Jitter(inner Policy) (FullJitterPolicy, error) {
 	if isNilPolicy(inner) {
 		return FullJitterPolicy{}, errNilInner
 	}
-	return FullJitterPolicy{inner: inner}, nil
+	return FullJitterPolicy{inner: guard(inner)}, nil
 }
 
 // Delay returns a uniform draw in [0, inner delay].
 func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
-	attempt = max(attempt, 1)
-	var d time.Duration
-	if e, ok := p.inner.(ExponentialPolicy); ok {
-		d = e.curve(attempt)
-	} else {
-		d = delayOf(p.inner, attempt, src.sub())
+	if p.inner == nil {
+		return 0
 	}
+	attempt = max(attempt, 1)
+	d := p.inner.Delay(attempt, src.sub())
 	var r uint64
 	if src.keyed {
 		r = src.keyedDraw(attempt)
 	} else {
 		r = fresh()
 	}
-	return p.apply(d, r)
-}
-
-// apply maps the random word r onto [0, d].
-func (FullJitterPolicy) apply(d time.Duration, r uint64) time.Duration {
 	return time.Duration(between(r, 0, int64(d)))
 }
 
 // Max returns the inner policy's maximum.
-func (p FullJitterPolicy) Max() time.Duration { return maxOf(p.inner) }
+func (p FullJitterPolicy) Max() time.Duration {
+	if p.inner == nil {
+		return 0
+	}
+	return p.inner.Max()
+}
 
 // Inner returns the wrapped policy.
-func (p FullJitterPolicy) Inner() Policy { return p.inner }
+func (p FullJitterPolicy) Inner() Policy { return unguarded(p.inner) }
 
 // String returns "jitter(INNER)".
 func (p FullJitterPolicy) String() string { return "jitter(" + stringOf(p.inner) + ")" }
@@ -69,38 +67,36 @@ func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
 	if isNilPolicy(inner) {
 		return EqualJitterPolicy{}, errNilInner
 	}
-	return EqualJitterPolicy{inner: inner}, nil
+	return EqualJitterPolicy{inner: guard(inner)}, nil
 }
 
 // Delay returns d/2 + uniform[0, d - d/2], d being the inner delay.
 func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
-	attempt = max(attempt, 1)
-	var d time.Duration
-	if e, ok := p.inner.(ExponentialPolicy); ok {
-		d = e.curve(attempt)
-	} else {
-		d = delayOf(p.inner, attempt, src.sub())
+	if p.inner == nil {
+		return 0
 	}
+	attempt = max(attempt, 1)
+	d := int64(p.inner.Delay(attempt, src.sub()))
+	half := d / 2
 	var r uint64
 	if src.keyed {
 		r = src.keyedDraw(attempt)
 	} else {
 		r = fresh()
 	}
-	return p.apply(d, r)
-}
-
-// apply maps the random word r onto [d/2, d].
-func (EqualJitterPolicy) apply(d time.Duration, r uint64) time.Duration {
-	half := int64(d) / 2
-	return time.Duration(half + between(r, 0, int64(d)-half))
+	return time.Duration(half + between(r, 0, d-half))
 }
 
 // Max returns the inner policy's maximum.
-func (p EqualJitterPolicy) Max() time.Duration { return maxOf(p.inner) }
+func (p EqualJitterPolicy) Max() time.Duration {
+	if p.inner == nil {
+		return 0
+	}
+	return p.inner.Max()
+}
 
 // Inner returns the wrapped policy.
-func (p EqualJitterPolicy) Inner() Policy { return p.inner }
+func (p EqualJitterPolicy) Inner() Policy { return unguarded(p.inner) }
 
 // String returns "equal(INNER)".
 func (p EqualJitterPolicy) String() string { return "equal(" + stringOf(p.inner) + ")" }
@@ -123,51 +119,50 @@ func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 	if isNilPolicy(inner) {
 		return ProportionalPolicy{}, errNilInner
 	}
-	return ProportionalPolicy{f: f, inner: inner}, nil
+	return ProportionalPolicy{f: f, inner: guard(inner)}, nil
 }
 
 // Delay returns a uniform draw in [d*(1-f), min(d*(1+f), inner.Max())].
 func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
+	if p.inner == nil {
+		return 0
+	}
 	attempt = max(attempt, 1)
-	var d time.Duration
-	if e, ok := p.inner.(ExponentialPolicy); ok {
-		d = e.curve(attempt)
-	} else {
-		d = delayOf(p.inner, attempt, src.sub())
-	}
-	var r uint64
-	if src.keyed {
-		r = src.keyedDraw(attempt)
-	} else {
-		r = fresh()
-	}
-	return p.apply(d, maxOf(p.inner), r)
-}
-
-// apply maps the random word r onto [d - d*f, min(d + d*f, m)], m being the
-// inner maximum. The inner policy's maximum is read on every call, not kept:
-// a *Spec inside may have been Set to another policy since construction.
-func (p ProportionalPolicy) apply(delay, m time.Duration, r uint64) time.Duration {
-	d := int64(min(delay, m)) // d <= m even if the inner policy changed mid-call
+	// The inner maximum is read on every call, not kept: a *Spec inside
+	// may have been Set to another policy since construction. d is clipped
+	// to it too, in case that happened between the two calls.
+	m := int64(p.inner.Max())
+	d := min(int64(p.inner.Delay(attempt, src.sub())), m)
 	spread := d
 	if p.f < 1 {
 		// d >= 0 and f < 1 make the product a float below 2^63 whose
 		// truncation is at most d, so the conversion is exact and safe.
 		spread = int64(float64(d) * p.f)
 	}
-	// The top of the window is d+spread, clipped to the inner maximum
-	// (which is at least d), computed so that it cannot overflow.
-	return time.Duration(between(r, d-spread, d+min(spread, int64(m)-d)))
+	// The top of the window is d+spread, clipped to the inner maximum,
+	// computed so that it cannot overflow.
+	var r uint64
+	if src.keyed {
+		r = src.keyedDraw(attempt)
+	} else {
+		r = fresh()
+	}
+	return time.Duration(between(r, d-spread, d+min(spread, m-d)))
 }
 
 // Max returns the inner policy's maximum.
-func (p ProportionalPolicy) Max() time.Duration { return maxOf(p.inner) }
+func (p ProportionalPolicy) Max() time.Duration {
+	if p.inner == nil {
+		return 0
+	}
+	return p.inner.Max()
+}
 
 // Fraction returns the jitter fraction f.
 func (p ProportionalPolicy) Fraction() float64 { return p.f }
 
 // Inner returns the wrapped policy.
-func (p ProportionalPolicy) Inner() Policy { return p.inner }
+func (p ProportionalPolicy) Inner() Policy { return unguarded(p.inner) }
 
 // String returns "proportional(F, INNER)".
 func (p ProportionalPolicy) String() string {
