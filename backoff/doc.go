@@ -26,6 +26,31 @@
 // adapter, and different keys spread. Tests use keyed sources and never depend
 // on global random state.
 //
+// # Text
+//
+// Policies and rules have a text form: their String methods print it, and
+// [Parse] and [ParseRule] read it back, so a retry behaviour can live in a
+// flag, an environment variable or a config file. The grammar, with
+// optional spaces between tokens:
+//
+//	RULE   = POLICY "x" MAX
+//	POLICY = "fixed(" D ")"
+//	       | "exponential(" BASE "," CAP ")"
+//	       | "linear(" BASE "," STEP "," CAP ")"
+//	       | "decorrelated(" BASE "," CAP ")"
+//	       | "jitter(" POLICY ")" | "equal(" POLICY ")"
+//	       | "proportional(" F "," POLICY ")"
+//
+// D, BASE, STEP and CAP are durations in time.ParseDuration syntax ("250ms",
+// "1m30s"), F is a fraction in (0, 1] and MAX is the rule's MaxAttempts, a
+// whole number of runs from 1 up. For example:
+//
+//	jitter(exponential(100ms, 10s)) x 5
+//
+// [Parse] documents what each policy does. A [Spec] carries a policy, and a
+// [Rule] itself, through encoding.TextMarshaler and TextUnmarshaler (JSON,
+// YAML, environment variables) and flag.Value.
+//
 // # Purity
 //
 // The package reads no clock, does no I/O and has no mutable package state.

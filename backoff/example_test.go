@@ -1,6 +1,7 @@
 package backoff_test
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -189,4 +190,72 @@ func delays(p backoff.Policy, src backoff.Source, n int) string {
 		out = append(out, s.Delay.Round(time.Millisecond).String())
 	}
 	return strings.Join(out, " ")
+}
+
+// A rule is a policy and an attempts cap in one string.
+func ExampleParseRule() {
+	rule, err := backoff.ParseRule("jitter(exponential(100ms, 10s)) x 5")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(rule)
+	fmt.Println(rule.Policy(), "/", rule.MaxAttempts(), "runs")
+	fmt.Println(rule.Decide(3, errors.New("timeout"), backoff.Key("job-42")))
+	fmt.Println(rule.Decide(5, errors.New("timeout"), backoff.Key("job-42")))
+
+	_, err = backoff.ParseRule("jitter(exponential(100ms, 10s))")
+	fmt.Println(err)
+	_, err = backoff.ParseRule("jitter(exponential(100ms, 10s)) x 0")
+	fmt.Println(err)
+	// Output:
+	// jitter(exponential(100ms, 10s)) x 5
+	// jitter(exponential(100ms, 10s)) / 5 runs
+	// {retry 210.891521ms}
+	// {exhausted 0s}
+	// backoff: parse "jitter(exponential(100ms, 10s))": at offset 31: expected "x" and MaxAttempts, as in "jitter(exponential(100ms, 10s)) x 5", found end of input
+	// backoff: parse "jitter(exponential(100ms, 10s)) x 0": at offset 34: MaxAttempts 0 is below 1, want the total number of runs (>= 1)
+}
+
+// A rule loads from a command-line flag: *Rule is a flag.Value. The same
+// text loads from an environment variable through Set or UnmarshalText.
+func ExampleRule_flag() {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.Exponential(time.Second, time.Minute)), 3))
+	fs.Var(&rule, "retry", "retry rule, e.g. 'jitter(exponential(100ms, 10s)) x 5'")
+	fmt.Println("default:", fs.Lookup("retry").DefValue)
+
+	if err := fs.Parse([]string{"-retry", "equal(exponential(100ms, 10s)) x 8"}); err != nil {
+		panic(err)
+	}
+	fmt.Println("set:", rule)
+	fmt.Println(rule.Decide(3, errors.New("timeout"), backoff.Key("job-42")))
+	// Output:
+	// default: exponential(1s, 1m) x 3
+	// set: equal(exponential(100ms, 10s)) x 8
+	// {retry 305.44576ms}
+}
+
+// A rule loads from JSON (or YAML) as a string: Rule is a TextMarshaler
+// and *Rule a TextUnmarshaler.
+func ExampleRule_json() {
+	var config struct {
+		Retry backoff.Rule `json:"retry"`
+	}
+	if err := json.Unmarshal([]byte(`{"retry": "proportional(0.2, exponential(1s, 1m)) x 10"}`), &config); err != nil {
+		panic(err)
+	}
+	fmt.Println(config.Retry.Policy().Max(), config.Retry.MaxAttempts())
+
+	out, err := json.Marshal(config)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(out))
+
+	err = json.Unmarshal([]byte(`{"retry": "proportional(2, exponential(1s, 1m)) x 10"}`), &config)
+	fmt.Println(err)
+	// Output:
+	// 1m0s 10
+	// {"retry":"proportional(0.2, exponential(1s, 1m)) x 10"}
+	// backoff: parse "proportional(2, exponential(1s, 1m)) x 10": at offset 13: expected a fraction in (0, 1], found "2"
 }

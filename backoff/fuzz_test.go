@@ -133,3 +133,48 @@ func FuzzDelay(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRule: no input panics; a failure is a *SyntaxError whose offset
+// lies inside the input, with no rule beside it; a success prints a text
+// that parses back to an equal rule whose text is the same, and the rule's
+// decisions keep its cap.
+func FuzzParseRule(f *testing.F) {
+	for _, s := range []string{
+		"jitter(exponential(100ms, 10s)) x 5", "fixed(1s) x 1", "exponential(1s,1m)x3",
+		"proportional(0.2, exponential(1s, 1m)) x 9223372036854775807", "decorrelated(1ns, 1h) x 40",
+		"fixed(1s) x 0", "fixed(1s) x -1", "fixed(1s) x", "fixed(1s)", "x 5", "", "fixed(1s) x 5 x 5",
+		"fixed(1s) x 99999999999999999999", "fixed(1s) x +5", "fixed(1s) x 0x10",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := backoff.ParseRule(s)
+		if err != nil {
+			var se *backoff.SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("ParseRule(%q) error %T, want *SyntaxError", s, err)
+			}
+			if se.Offset < 0 || se.Offset > len(s) || se.Input != s || se.Msg == "" {
+				t.Fatalf("ParseRule(%q): bad SyntaxError %+v", s, se)
+			}
+			if r != (backoff.Rule{}) {
+				t.Fatalf("ParseRule(%q) returned %v beside its error", s, r)
+			}
+			return
+		}
+		text := r.String()
+		q, err := backoff.ParseRule(text)
+		if err != nil {
+			t.Fatalf("ParseRule(%q) printed %q, which does not parse: %v", s, text, err)
+		}
+		if q != r || q.String() != text {
+			t.Fatalf("ParseRule(%q) = %#v, but its text %q parses to %#v", s, r, text, q)
+		}
+		if r.MaxAttempts() < 1 {
+			t.Fatalf("ParseRule(%q) has MaxAttempts %d", s, r.MaxAttempts())
+		}
+		if d := r.Decide(r.MaxAttempts(), nil, backoff.KeyUint64(1)); d.Outcome != backoff.OutcomeExhausted {
+			t.Fatalf("%v at its cap decides %+v, want exhausted", r, d)
+		}
+	})
+}

@@ -25,84 +25,93 @@ type Policy interface {
 
 // Delay returns p's delay for the failed attempt, drawing any jitter from src.
 // It is the pure heart of rebound: every adapter calls it, none computes a
-// curve of its own. It guards against foreign Policy implementations too:
-// the result is clamped to [0, p.Max()], and a nil policy gives 0.
+// curve of its own. It calls p's own Delay method, and guards a Policy this
+// package does not know: its result is clamped to [0, p.Max()], and a nil
+// policy gives 0. A foreign policy that panics is not recovered here; the
+// adapters recover.
 func Delay(p Policy, attempt int, src Source) time.Duration {
-	// A fixed delay is answered inline at the call site; everything else
-	// takes one call.
+	// A fixed delay is a field read, answered here because Delay is small
+	// enough to inline into its caller: behind a call it would cost more
+	// than the peers' constant backoffs, a field read behind one interface
+	// call.
 	if q, ok := p.(FixedPolicy); ok {
 		return q.d
 	}
-	return delayOf(p, attempt, src)
+	return delay(p, attempt, src)
 }
 
-// delayOf is Delay. The package's own policies keep their range by
-// construction (the tests prove it), so they are called directly, without an
-// interface call and without re-clamping; anything else goes through the
-// guard.
-func delayOf(p Policy, attempt int, src Source) time.Duration {
-	attempt = max(attempt, 1)
-	// A chain of assertions compiles to one pointer compare each, cheaper
-	// than a type switch's jump table for the few types that matter; the
-	// most used come first. Delay answers a fixed policy inline, so here
-	// it only serves one nested in a wrapper and comes after full jitter.
-	if q, ok := p.(ExponentialPolicy); ok {
-		return q.curve(attempt)
-	}
-	if q, ok := p.(FullJitterPolicy); ok {
-		// FullJitterPolicy.Delay, written out here on purpose: full jitter
-		// over an exponential is the policy most users run, and answering
-		// it in this frame saves it a call (about 1ns, a tenth of its
-		// cost). TestPropertyKeyedDeterminism keeps the two in step.
-		var d time.Duration
-		if e, ok := q.inner.(ExponentialPolicy); ok {
-			d = e.curve(attempt)
-		} else {
-			d = delayOf(q.inner, attempt, src.sub())
-		}
-		var r uint64
-		if src.keyed {
-			r = src.keyedDraw(attempt)
-		} else {
-			r = fresh()
-		}
-		return q.apply(d, r)
-	}
-	if q, ok := p.(FixedPolicy); ok {
-		return q.d
-	}
-	if q, ok := p.(ProportionalPolicy); ok {
+// delay is Delay past its inline part. The package's own policies are
+// called by their concrete type: a static call, which the compiler inlines
+// for the small ones and which skips the method wrapper an interface call
+// to a value method goes through. Anything else goes through the guard.
+func delay(p Policy, attempt int, src Source) time.Duration {
+	switch q := p.(type) {
+	case FixedPolicy:
+		return q.Delay(attempt, src)
+	case ExponentialPolicy:
+		return q.Delay(attempt, src)
+	case LinearPolicy:
+		return q.Delay(attempt, src)
+	case DecorrelatedPolicy:
+		return q.Delay(attempt, src)
+	case FullJitterPolicy:
+		return q.Delay(attempt, src)
+	case EqualJitterPolicy:
+		return q.Delay(attempt, src)
+	case ProportionalPolicy:
+		return q.Delay(attempt, src)
+	case Spec:
 		return q.Delay(attempt, src)
 	}
-	if q, ok := p.(LinearPolicy); ok {
-		return q.Delay(attempt, src)
-	}
-	if q, ok := p.(EqualJitterPolicy); ok {
-		return q.Delay(attempt, src)
-	}
-	if q, ok := p.(DecorrelatedPolicy); ok {
-		return q.Delay(attempt, src)
-	}
-	if q, ok := p.(Spec); ok {
-		return delayOf(q.Policy, attempt, src)
-	}
-	if p == nil {
-		return 0
-	}
-	return guardedDelay(p, attempt, src)
+	return guarded{p}.Delay(attempt, src)
 }
 
-// guardedDelay calls a policy this package does not know and clamps what it
-// returns to [0, Max()].
-func guardedDelay(p Policy, attempt int, src Source) time.Duration {
-	if isNilPolicy(p) {
+// trusted reports whether p is one of this package's own policies, the
+// types delay calls directly. They keep their range by construction (the
+// property tests prove it), so they need no guard; a Spec guards the policy
+// it holds. Types are named, rather than asked for an unexported method, so
+// that a foreign type embedding one of them (and overriding Delay) is still
+// guarded.
+func trusted(p Policy) bool {
+	switch p.(type) {
+	case FixedPolicy, ExponentialPolicy, LinearPolicy, DecorrelatedPolicy,
+		FullJitterPolicy, EqualJitterPolicy, ProportionalPolicy, Spec:
+		return true
+	}
+	return false
+}
+
+// guarded is the guard around a Policy this package does not know: its
+// delay is clamped to [0, Max()], and a nil policy (a nil *Spec, or a *Spec
+// holding none) gives 0.
+type guarded struct{ p Policy }
+
+func (g guarded) Delay(attempt int, src Source) time.Duration {
+	if isNilPolicy(g.p) {
 		return 0
 	}
-	d := p.Delay(attempt, src)
-	if m := p.Max(); d > m {
-		d = m
+	return min(max(g.p.Delay(attempt, src), 0), g.Max())
+}
+
+func (g guarded) Max() time.Duration { return maxOf(g.p) }
+
+func (g guarded) String() string { return stringOf(g.p) }
+
+// guard returns p, behind the guard unless it is trusted. The wrappers guard
+// the policy they wrap once, when they are built, and then call it directly.
+func guard(p Policy) Policy {
+	if trusted(p) {
+		return p
 	}
-	return max(d, 0)
+	return guarded{p}
+}
+
+// unguarded returns the policy behind p's guard, if it has one.
+func unguarded(p Policy) Policy {
+	if g, ok := p.(guarded); ok {
+		return g.p
+	}
+	return p
 }
 
 // Must returns p, or panics if err is not nil. It is meant for package-level
@@ -160,10 +169,7 @@ func Exponential(base, cap time.Duration) (ExponentialPolicy, error) {
 }
 
 // Delay returns min(base * 2^(attempt-1), cap).
-func (p ExponentialPolicy) Delay(attempt int, _ Source) time.Duration { return p.curve(attempt) }
-
-// curve is Delay, kept small enough to inline into [Delay].
-func (p ExponentialPolicy) curve(attempt int) time.Duration {
+func (p ExponentialPolicy) Delay(attempt int, _ Source) time.Duration {
 	// attempt-1 as unsigned: attempts below 1 wrap to huge shifts, so clamp
 	// them to shift 0 first. base << shift stays at or below cap exactly
 	// when base <= cap >> shift; checking that first is what keeps the

@@ -261,3 +261,124 @@ func TestDelayGuardsForeignPolicies(t *testing.T) {
 		}
 	}
 }
+
+// TestWrappersFollowASpec: a wrapper around a *Spec answers for the policy
+// the Spec holds now, not the one it held when the wrapper was built. After
+// spec.Set every wrapper's Max is the new inner maximum and no delay passes
+// it, whichever way the maximum moved.
+func TestWrappersFollowASpec(t *testing.T) {
+	for _, tt := range []struct{ from, to string }{
+		{"fixed(1h)", "fixed(1s)"},
+		{"fixed(1s)", "fixed(1h)"},
+		{"exponential(1s, 1h)", "exponential(100ms, 2s)"},
+		{"linear(1s, 1s, 5s)", "exponential(1m, 1h)"},
+	} {
+		spec := &backoff.Spec{}
+		if err := spec.Set(tt.from); err != nil {
+			t.Fatal(err)
+		}
+		wrappers := []backoff.Policy{
+			backoff.Must(backoff.Proportional(0.5, spec)),
+			backoff.Must(backoff.Proportional(1, spec)),
+			backoff.Must(backoff.Jitter(spec)),
+			backoff.Must(backoff.EqualJitter(spec)),
+		}
+		if err := spec.Set(tt.to); err != nil {
+			t.Fatal(err)
+		}
+		want := spec.Max()
+		for _, w := range wrappers {
+			if got := w.Max(); got != want {
+				t.Errorf("%v after Set(%q): Max() = %v, want the Spec's %v", w, tt.to, got, want)
+			}
+			for a := 1; a <= 20; a++ {
+				for k := range 50 {
+					src := backoff.KeyUint64(uint64(k))
+					if d := backoff.Delay(w, a, src); d < 0 || d > want {
+						t.Fatalf("%v after Set(%q) at attempt %d = %v, outside [0, %v]", w, tt.to, a, d, want)
+					}
+					if d := w.Delay(a, src); d < 0 || d > want {
+						t.Fatalf("%v.Delay after Set(%q) at attempt %d = %v, outside [0, %v]", w, tt.to, a, d, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// embedded is a foreign policy that embeds one of the package's own and
+// overrides its Delay: it is foreign all the same, and guarded.
+type embedded struct {
+	backoff.ExponentialPolicy
+	d time.Duration
+}
+
+func (e embedded) Delay(int, backoff.Source) time.Duration { return e.d }
+
+func TestDelayGuardsEmbeddingPolicies(t *testing.T) {
+	exp := backoff.Must(backoff.Exponential(time.Second, time.Minute))
+	for _, tt := range []struct {
+		d, want time.Duration
+	}{{time.Hour, time.Minute}, {-time.Hour, 0}, {2 * time.Second, 2 * time.Second}} {
+		p := embedded{exp, tt.d}
+		if got := backoff.Delay(p, 1, backoff.Source{}); got != tt.want {
+			t.Errorf("Delay(%v returning %v) = %v, want %v", p, tt.d, got, tt.want)
+		}
+	}
+}
+
+// TestWrappersGuardForeignPolicies: each wrapper keeps a foreign inner
+// policy's delay within [0, its Max()], reports that policy as its Inner
+// and prints it, and a zero wrapper waits 0.
+func TestWrappersGuardForeignPolicies(t *testing.T) {
+	f := foreign{d: time.Hour, max: time.Minute}
+	neg := foreign{d: -time.Hour, max: time.Minute}
+	for _, inner := range []foreign{f, neg} {
+		wrappers := []interface {
+			backoff.Policy
+			Inner() backoff.Policy
+		}{
+			backoff.Must(backoff.Jitter(inner)),
+			backoff.Must(backoff.EqualJitter(inner)),
+			backoff.Must(backoff.Proportional(1, inner)),
+		}
+		for _, w := range wrappers {
+			if w.Inner() != backoff.Policy(inner) {
+				t.Errorf("%v.Inner() = %#v, want the foreign policy %#v", w, w.Inner(), inner)
+			}
+			if w.Max() != time.Minute || !strings.HasSuffix(w.String(), "foreign)") {
+				t.Errorf("%v: Max() = %v, want %v and the foreign policy printed", w, w.Max(), time.Minute)
+			}
+			for a := 1; a < 50; a++ {
+				for _, src := range []backoff.Source{{}, backoff.KeyUint64(uint64(a))} {
+					if d := w.Delay(a, src); d < 0 || d > time.Minute {
+						t.Fatalf("%v around %+v at %d = %v, outside [0, 1m]", w, inner, a, d)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDelayAllocatesNothing: no policy, keyed or not, allocates to compute
+// a delay, including a foreign one behind the guard.
+func TestDelayAllocatesNothing(t *testing.T) {
+	exp := backoff.Must(backoff.Exponential(100*time.Millisecond, 10*time.Second))
+	spec := &backoff.Spec{Policy: exp}
+	for _, p := range []backoff.Policy{
+		backoff.Must(backoff.Fixed(time.Second)), exp,
+		backoff.Must(backoff.Linear(time.Second, time.Second, time.Minute)),
+		backoff.Must(backoff.Decorrelated(100*time.Millisecond, time.Hour)),
+		backoff.Must(backoff.Jitter(exp)), backoff.Must(backoff.EqualJitter(exp)),
+		backoff.Must(backoff.Proportional(0.2, exp)),
+		backoff.Must(backoff.Jitter(backoff.Must(backoff.Proportional(0.5, backoff.Must(backoff.EqualJitter(spec)))))),
+		backoff.Spec{Policy: exp}, spec, foreign{d: time.Hour, max: time.Minute},
+		backoff.Must(backoff.Jitter(foreign{d: time.Hour, max: time.Minute})),
+	} {
+		for _, src := range []backoff.Source{{}, backoff.Key("job-42")} {
+			if n := testing.AllocsPerRun(200, func() { _ = backoff.Delay(p, 7, src) }); n != 0 {
+				t.Errorf("Delay(%v, %+v) allocates %v times", p, src, n)
+			}
+		}
+	}
+}

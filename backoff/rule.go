@@ -45,7 +45,20 @@ type Decision struct {
 func (d Decision) Retry() bool { return d.Outcome == OutcomeRetry }
 
 // A Rule is a policy with an attempts cap: the whole retry behaviour a job
-// system needs. The zero Rule is not valid; build one with [NewRule].
+// system needs. The zero Rule is not valid; build one with [NewRule], or
+// read one with [ParseRule].
+//
+// A Rule has a text form, "POLICY x MAX" as in "jitter(exponential(100ms,
+// 10s)) x 5", and loads the way a policy in a [Spec] does: it implements
+// encoding.TextMarshaler and TextUnmarshaler (so a rule loads from JSON,
+// YAML or an environment variable) and, through a pointer, flag.Value and
+// flag.Getter:
+//
+//	rule := backoff.Must(backoff.NewRule(def, 5))
+//	flag.Var(&rule, "retry", "retry rule, e.g. 'jitter(exponential(100ms, 10s)) x 5'")
+//
+// The zero Rule marshals to "", which does not unmarshal (it names no
+// policy), so leave an unset Rule out of JSON with the omitzero option.
 type Rule struct {
 	policy      Policy
 	maxAttempts int

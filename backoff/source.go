@@ -49,7 +49,7 @@ func (s Source) Keyed() bool { return s.keyed }
 // keyedDraw is the draw of a keyed Source for attempt, in the Source's own
 // lane; a wrapper hands its inner policy the lane of sub(). An unkeyed
 // Source draws from fresh instead. Callers branch on keyed themselves, so
-// that both paths inline.
+// that both paths inline (a method doing both would not).
 func (s Source) keyedDraw(attempt int) uint64 { return mix(s.seed ^ uint64(attempt)*golden) }
 
 // golden is 2^64 divided by the golden ratio, odd: multiplying the attempt

@@ -2,6 +2,7 @@ package backoff
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -34,7 +35,46 @@ func Parse(s string) (Policy, error) {
 	return p, nil
 }
 
-// SyntaxError is the error [Parse] returns for text that is not a policy.
+// ParseRule reads a rule in its text form, the form [Rule.String] returns: a
+// policy as [Parse] reads it, then "x" and MaxAttempts, the total number of
+// runs a job gets:
+//
+//	jitter(exponential(100ms, 10s)) x 5
+//
+// Spaces between the tokens are optional. For a rule of this package's
+// policies, ParseRule(r.String()) returns a rule equal to r. An error is a
+// [*SyntaxError] that names the offset in s where the input went wrong and
+// what was expected there.
+func ParseRule(s string) (Rule, error) {
+	ps := parser{src: s}
+	p, err := ps.policy()
+	if err != nil {
+		return Rule{}, err
+	}
+	ps.space()
+	if ps.pos >= len(ps.src) || ps.src[ps.pos] != 'x' {
+		return Rule{}, ps.errorf(`"x" and MaxAttempts, as in "%s x 5"`, strings.TrimSpace(ps.src[:ps.pos]))
+	}
+	ps.pos++
+	tok, at := ps.token()
+	n, nerr := strconv.Atoi(tok)
+	if nerr != nil {
+		ps.pos = at
+		return Rule{}, ps.errorf("MaxAttempts, the number of runs from 1 to %d", math.MaxInt)
+	}
+	r, err := NewRule(p, n)
+	if err != nil {
+		return Rule{}, &SyntaxError{Input: s, Offset: at, Msg: strings.TrimPrefix(err.Error(), "backoff: ")}
+	}
+	ps.space()
+	if ps.pos < len(ps.src) {
+		return Rule{}, ps.errorf("end of input")
+	}
+	return r, nil
+}
+
+// SyntaxError is the error [Parse] and [ParseRule] return for text that is
+// not a policy or a rule.
 type SyntaxError struct {
 	// Input is the text that was parsed.
 	Input string
@@ -367,3 +407,29 @@ func (p ProportionalPolicy) MarshalText() ([]byte, error) { return []byte(p.Stri
 
 // UnmarshalText parses "proportional(F, P)" into p.
 func (p *ProportionalPolicy) UnmarshalText(b []byte) error { return unmarshalAs(b, p) }
+
+// MarshalText returns the rule's text form, "POLICY x MAX", or "" for the
+// zero Rule.
+func (r Rule) MarshalText() ([]byte, error) {
+	if isNilPolicy(r.policy) {
+		return []byte{}, nil
+	}
+	return []byte(r.String()), nil
+}
+
+// UnmarshalText parses a rule into r, as [ParseRule] does. On an error r is
+// left as it was.
+func (r *Rule) UnmarshalText(b []byte) error {
+	q, err := ParseRule(string(b))
+	if err != nil {
+		return err
+	}
+	*r = q
+	return nil
+}
+
+// Set parses a rule into r, for flag.Value.
+func (r *Rule) Set(s string) error { return r.UnmarshalText([]byte(s)) }
+
+// Get returns the rule, for flag.Getter.
+func (r *Rule) Get() any { return *r }

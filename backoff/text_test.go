@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,210 @@ func TestTextMarshalers(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`{"p":"exponential(2s, 1h)"}`), &c); err != nil || c.P.String() != "exponential(2s, 1h)" {
 		t.Errorf("typed JSON field: %v, %v", c.P, err)
+	}
+}
+
+func TestParseRuleValid(t *testing.T) {
+	exp := backoff.Must(backoff.Exponential(100*time.Millisecond, 10*time.Second))
+	jit := backoff.Must(backoff.Jitter(exp))
+	tests := []struct {
+		in   string
+		want backoff.Rule
+		text string // canonical form, when it differs from in
+	}{
+		{"jitter(exponential(100ms, 10s)) x 5", backoff.Must(backoff.NewRule(jit, 5)), ""},
+		{"exponential(100ms, 10s) x 1", backoff.Must(backoff.NewRule(exp, 1)), ""},
+		{"exponential(100ms,10s)x5", backoff.Must(backoff.NewRule(exp, 5)), "exponential(100ms, 10s) x 5"},
+		{"  jitter ( exponential(0.1s, 10s) )\tx\n25 ", backoff.Must(backoff.NewRule(jit, 25)), "jitter(exponential(100ms, 10s)) x 25"},
+		{"exponential(100ms, 10s) x 007", backoff.Must(backoff.NewRule(exp, 7)), "exponential(100ms, 10s) x 7"},
+		{"exponential(100ms, 10s) x +3", backoff.Must(backoff.NewRule(exp, 3)), "exponential(100ms, 10s) x 3"},
+		{"fixed(0s) x 9223372036854775807", backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(0)), math.MaxInt)), ""},
+	}
+	for _, tt := range tests {
+		got, err := backoff.ParseRule(tt.in)
+		if err != nil {
+			t.Errorf("ParseRule(%q): %v", tt.in, err)
+			continue
+		}
+		if got != tt.want {
+			t.Errorf("ParseRule(%q) = %v, want %v", tt.in, got, tt.want)
+		}
+		text := tt.text
+		if text == "" {
+			text = tt.in
+		}
+		if got.String() != text {
+			t.Errorf("ParseRule(%q).String() = %q, want %q", tt.in, got.String(), text)
+		}
+	}
+}
+
+// TestParseRuleErrors: like Parse, every error names the offset where the
+// input went wrong and what was expected there.
+func TestParseRuleErrors(t *testing.T) {
+	tests := []struct {
+		in     string
+		offset int
+		msg    string
+	}{
+		{"", 0, `expected a policy name (fixed, exponential, linear, decorrelated, jitter, equal or proportional), found end of input`},
+		{"x 5", 0, `expected a policy name`},
+		{"exponential(1s, 1m)", 19, `expected "x" and MaxAttempts, as in "exponential(1s, 1m) x 5", found end of input`},
+		{"  exponential(1s, 1m)  ", 23, `as in "exponential(1s, 1m) x 5", found end of input`},
+		{"exponential(1s, 1m) * 5", 20, `expected "x" and MaxAttempts, as in "exponential(1s, 1m) x 5", found "*"`},
+		{"exponential(1s, 1m) X 5", 20, `found "X"`},
+		{"exponential(1s, 1m) 5", 20, `found "5"`},
+		{"exponential(1s, 1m) x", 21, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found end of input`},
+		{"exponential(1s, 1m) x five", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "five"`},
+		{"exponential(1s, 1m) x 5.0", 22, `found "5.0"`},
+		{"exponential(1s, 1m) x 99999999999999999999", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807`},
+		{"exponential(1s, 1m) x 0", 22, `MaxAttempts 0 is below 1, want the total number of runs (>= 1)`},
+		{"exponential(1s, 1m) x -3", 22, `MaxAttempts -3 is below 1`},
+		{"exponential(1s, 1m) x 5 x 6", 24, `expected end of input, found "x"`},
+		{"exponential(1s, 1m) x 5)", 23, `expected end of input, found ")"`},
+		{"exponential(1m, 1s) x 5", 0, `cap 1s is below base 1m`},
+		{"jitter(exponential(1s 1m)) x 5", 22, `expected ",", found "1m"`},
+	}
+	for _, tt := range tests {
+		r, err := backoff.ParseRule(tt.in)
+		if err == nil {
+			t.Errorf("ParseRule(%q) = %v, want an error", tt.in, r)
+			continue
+		}
+		var se *backoff.SyntaxError
+		if !errors.As(err, &se) {
+			t.Errorf("ParseRule(%q) error %T is not a *SyntaxError", tt.in, err)
+			continue
+		}
+		if se.Input != tt.in || se.Offset != tt.offset || !strings.Contains(se.Msg, tt.msg) {
+			t.Errorf("ParseRule(%q) = offset %d, %q; want offset %d, %q", tt.in, se.Offset, se.Msg, tt.offset, tt.msg)
+		}
+		if !strings.HasPrefix(err.Error(), "backoff: parse ") || !strings.Contains(err.Error(), "at offset ") {
+			t.Errorf("ParseRule(%q) error %q does not name the input and offset", tt.in, err)
+		}
+		if r != (backoff.Rule{}) {
+			t.Errorf("ParseRule(%q) returned %v beside its error", tt.in, r)
+		}
+	}
+}
+
+// TestRuleRoundTrip: ParseRule(r.String()) == r for random policy trees and
+// attempt caps, and the text form is a fixed point.
+func TestRuleRoundTrip(t *testing.T) {
+	r := newRand(19, 20)
+	for range 5000 {
+		n := 1 + r.IntN(10)
+		switch r.IntN(4) {
+		case 0:
+			n = math.MaxInt - r.IntN(3)
+		case 1:
+			n = 1 + r.IntN(math.MaxInt-1)
+		}
+		rule := backoff.Must(backoff.NewRule(randPolicy(r, 4), n))
+		s := rule.String()
+		got, err := backoff.ParseRule(s)
+		if err != nil {
+			t.Fatalf("ParseRule(%q): %v", s, err)
+		}
+		if got != rule {
+			t.Fatalf("ParseRule(%q) = %#v, want %#v", s, got, rule)
+		}
+		if got.String() != s {
+			t.Fatalf("ParseRule(%q).String() = %q", s, got.String())
+		}
+		b, err := rule.MarshalText()
+		if err != nil || string(b) != s {
+			t.Fatalf("%v.MarshalText() = %q, %v; want its String", rule, b, err)
+		}
+	}
+}
+
+type ruleConfig struct {
+	Retry backoff.Rule `json:"retry"`
+	Next  backoff.Rule `json:"next,omitzero"`
+}
+
+func TestRuleJSON(t *testing.T) {
+	in := `{"retry":"jitter(exponential(100ms, 10s)) x 5"}`
+	var c ruleConfig
+	if err := json.Unmarshal([]byte(in), &c); err != nil {
+		t.Fatal(err)
+	}
+	p := backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(100*time.Millisecond, 10*time.Second))))
+	if want := backoff.Must(backoff.NewRule(p, 5)); c.Retry != want {
+		t.Fatalf("unmarshalled %v, want %v", c.Retry, want)
+	}
+	out, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != in {
+		t.Errorf("Marshal = %s, want %s", out, in)
+	}
+	// A bad rule fails with the parse error, offset and all, and leaves the
+	// field as it was.
+	before := c.Retry
+	err = json.Unmarshal([]byte(`{"retry":"exponential(1s, 1m) x 0"}`), &c)
+	var se *backoff.SyntaxError
+	if !errors.As(err, &se) || se.Offset != 22 || !strings.Contains(se.Msg, "MaxAttempts 0 is below 1") {
+		t.Errorf("bad JSON rule gave %v", err)
+	}
+	if c.Retry != before {
+		t.Errorf("a failed unmarshal changed the rule to %v", c.Retry)
+	}
+	if err := json.Unmarshal([]byte(`{"retry":""}`), &c); err == nil {
+		t.Error(`"" unmarshalled into a Rule; it names no rule`)
+	}
+	// The zero Rule marshals to "" (and omitzero leaves it out).
+	if b, err := (backoff.Rule{}).MarshalText(); err != nil || len(b) != 0 {
+		t.Errorf("zero Rule marshals to %q, %v", b, err)
+	}
+	if out, err := json.Marshal(ruleConfig{}); err != nil || string(out) != `{"retry":""}` {
+		t.Errorf("zero config marshals to %s, %v", out, err)
+	}
+}
+
+func TestRuleFlag(t *testing.T) {
+	def := backoff.Must(backoff.NewRule(backoff.Must(backoff.Exponential(time.Second, time.Minute)), 3))
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	rule := def
+	fs.Var(&rule, "retry", "retry rule")
+	if got := fs.Lookup("retry").DefValue; got != "exponential(1s, 1m) x 3" {
+		t.Errorf("flag default %q, want the rule's text", got)
+	}
+	if err := fs.Parse([]string{"-retry", "proportional(0.2, exponential(1s, 1m)) x 8"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := rule.String(), "proportional(0.2, exponential(1s, 1m)) x 8"; got != want {
+		t.Errorf("flag set %q, want %q", got, want)
+	}
+	if g, ok := fs.Lookup("retry").Value.(flag.Getter); !ok || g.Get() != any(rule) {
+		t.Error("*Rule is not a flag.Getter returning its rule")
+	}
+	err := fs.Parse([]string{"-retry", "exponential(1s, 1m)"})
+	if err == nil || !strings.Contains(err.Error(), `expected "x" and MaxAttempts`) {
+		t.Errorf("a policy without a cap gave %v", err)
+	}
+	if rule.MaxAttempts() != 8 {
+		t.Errorf("a failed Set changed the rule to %v", rule)
+	}
+	// A zero Rule as a flag: usage output must not fail on it.
+	var zero backoff.Rule
+	fs.Var(&zero, "other", "another rule")
+	fs.PrintDefaults()
+}
+
+func TestRuleFromEnvironment(t *testing.T) {
+	t.Setenv("RETRY_RULE", "equal(linear(1s, 1s, 10s)) x 4")
+	var r backoff.Rule
+	if err := r.UnmarshalText([]byte(os.Getenv("RETRY_RULE"))); err != nil {
+		t.Fatal(err)
+	}
+	if r.String() != "equal(linear(1s, 1s, 10s)) x 4" || r.MaxAttempts() != 4 {
+		t.Errorf("rule from the environment = %v", r)
+	}
+	if d := r.Decide(1, io.EOF, backoff.Key("job-1")); d.Outcome != backoff.OutcomeRetry || d.Delay < 500*time.Millisecond || d.Delay > time.Second {
+		t.Errorf("its first decision = %+v, want a retry in [500ms, 1s]", d)
 	}
 }

@@ -5,7 +5,9 @@ package bench
 
 import (
 	"errors"
+	"math"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -296,4 +298,38 @@ func BenchmarkDelayParallel(b *testing.B) {
 		})
 		cpu.stop(b)
 	})
+}
+
+// BenchmarkDecorrelatedLate times decorrelated jitter at late attempts, where
+// the stateless replay of the recurrence has the most to do, for the seeds'
+// (100ms, 10s) and a wide (10ms, 1h). Each op takes the next of 256 job keys,
+// since how far a replay runs depends on the job's draws. No peer has the
+// policy; the figures compare rebound with itself across changes.
+func BenchmarkDecorrelatedLate(b *testing.B) {
+	var keys [256]backoff.Source
+	for i := range keys {
+		keys[i] = backoff.KeyUint64(uint64(i))
+	}
+	wide := backoff.Must(backoff.Decorrelated(10*time.Millisecond, time.Hour))
+	for _, c := range []struct {
+		name string
+		p    backoff.Policy
+	}{{"100ms-10s", reboundDecorrelated}, {"10ms-1h", wide}} {
+		for _, attempt := range []int{16, 33, 100, 1000, math.MaxInt} {
+			name := c.name + "/attempt-" + strconv.Itoa(attempt)
+			if attempt == math.MaxInt {
+				name = c.name + "/attempt-maxint"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				var d time.Duration
+				cpu := startCPU()
+				for i := 0; b.Loop(); i++ {
+					d += backoff.Delay(c.p, attempt, keys[i%len(keys)])
+				}
+				cpu.stop(b)
+				sinkDuration = d
+			})
+		}
+	}
 }

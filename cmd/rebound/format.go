@@ -47,6 +47,25 @@ func fmtDur(d time.Duration) string {
 
 const maxDuration = time.Duration(1<<63 - 1)
 
+// fmtSpan prints the time from a to b, b after a, like fmtDur does for a
+// span of ten days or more, to the hour, but also for spans longer than
+// the largest Duration.
+func fmtSpan(a, b time.Time) string {
+	secs := b.Unix() - a.Unix()
+	if b.Nanosecond() < a.Nanosecond() {
+		secs-- // borrow; the fraction of a second left cannot change the rounding
+	}
+	hours := secs / 3600
+	if secs%3600 >= 1800 {
+		hours++
+	}
+	s := strconv.FormatInt(hours/24, 10) + "d"
+	if h := hours % 24; h > 0 {
+		s += strconv.FormatInt(h, 10) + "h"
+	}
+	return s
+}
+
 // trimDur prints d exactly, without zero trailing units: 1m rather than 1m0s.
 func trimDur(d time.Duration) string {
 	s := d.String()

@@ -181,7 +181,12 @@ func simulate(p backoff.Policy, jobs, attempt, maxBuckets int, seed string) *her
 	}
 
 	h.width = niceWidth(hi, maxBuckets)
-	h.buckets = max(1, int((hi+h.width-1)/h.width))
+	// ceil(hi / width), written so that it cannot overflow near the
+	// largest Duration.
+	h.buckets = int(hi / h.width)
+	if hi%h.width != 0 || h.buckets == 0 {
+		h.buckets++
+	}
 	for si := range h.series {
 		s := &h.series[si]
 		s.counts = make([]int, h.buckets)
@@ -233,7 +238,10 @@ func niceWidth(span time.Duration, n int) time.Duration {
 	const day = 24 * time.Hour
 	for m := time.Duration(1); m <= 100_000; m *= 10 {
 		for _, f := range []time.Duration{1, 2, 5} {
-			if w := f * m * day; w >= raw && f*m <= 100_000 {
+			if f*m > 100_000 {
+				break // 200000 days would not fit in a Duration
+			}
+			if w := f * m * day; w >= raw {
 				return w
 			}
 		}
@@ -241,8 +249,18 @@ func niceWidth(span time.Duration, n int) time.Duration {
 	return raw // beyond 100000 days: no round width is wanted
 }
 
-// edge is the label of the start of bucket b.
-func (h *herd) edge(b int) string { return trimDur(time.Duration(b) * h.width) }
+// edge is the label of the start of bucket b. The end of the last bucket
+// can lie past the largest Duration (a width of 10000 days over delays near
+// it); it is a whole number of hours then, printed without overflow.
+func (h *herd) edge(b int) string {
+	if b > 0 && h.width > maxDuration/time.Duration(b) {
+		if h.width%time.Hour == 0 {
+			return strconv.FormatInt(int64(b)*int64(h.width/time.Hour), 10) + "h"
+		}
+		return trimDur(maxDuration)
+	}
+	return trimDur(time.Duration(b) * h.width)
+}
 
 func (h *herd) window(b int) string { return h.edge(b) + "-" + h.edge(b+1) }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -226,6 +227,9 @@ func TestNiceWidth(t *testing.T) {
 		{48 * time.Hour, 10, 6 * time.Hour},
 		{30 * 24 * time.Hour, 10, 5 * 24 * time.Hour},
 		{maxDuration, 1, maxDuration},
+		{maxDuration, 20, 10000 * 24 * time.Hour},
+		{maxDuration, 200, 1000 * 24 * time.Hour},
+		{maxDuration, 2, 100000 * 24 * time.Hour},
 		{7, 3, 5},
 	}
 	for _, tt := range tests {
@@ -233,7 +237,7 @@ func TestNiceWidth(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("niceWidth(%s, %d) = %s, want %s", tt.span, tt.n, got, tt.want)
 		}
-		if buckets := (tt.span + got - 1) / got; tt.span > 0 && int64(buckets) > int64(tt.n) {
+		if buckets := tt.span/got + min(tt.span%got, 1); int64(buckets) > int64(tt.n) {
 			t.Errorf("niceWidth(%s, %d) = %s makes %d buckets", tt.span, tt.n, got, buckets)
 		}
 	}
@@ -432,6 +436,93 @@ func TestHerdMeanText(t *testing.T) {
 	for _, tt := range tests {
 		if got := (&herd{jobs: tt.jobs, buckets: tt.buckets}).meanText(); got != tt.want {
 			t.Errorf("mean of %d jobs over %d buckets = %q, want %q", tt.jobs, tt.buckets, got, tt.want)
+		}
+	}
+}
+
+// labelBounds parses a bucket label "START-END". An END past the largest
+// Duration (the top of the last bucket may be) is returned as maxDuration
+// with past set.
+func labelBounds(t *testing.T, label string) (start, end time.Duration, past bool) {
+	t.Helper()
+	a, b, ok := strings.Cut(label, "-")
+	if !ok {
+		t.Fatalf("bucket label %q is not START-END", label)
+	}
+	start, err := time.ParseDuration(a)
+	if err != nil {
+		t.Fatalf("bucket label %q: start: %v", label, err)
+	}
+	end, err = time.ParseDuration(b)
+	if err != nil {
+		h, herr := strconv.ParseInt(strings.TrimSuffix(b, "h"), 10, 64)
+		if !strings.HasSuffix(b, "h") || herr != nil || h <= int64(maxDuration/time.Hour) {
+			t.Fatalf("bucket label %q: end: %v", label, err)
+		}
+		return start, maxDuration, true
+	}
+	return start, end, false
+}
+
+// TestHerdLongestDelays: delays up to the largest Duration, in every policy
+// kind and under jitter, give a histogram that makes sense: the buckets
+// asked for (not one bucket holding everything), contiguous labels from 0s
+// that never go negative, every job counted, and the unjittered spike in
+// the last bucket, whose window holds it.
+func TestHerdLongestDelays(t *testing.T) {
+	const most = "2562047h47m16.854775807s"
+	for _, tt := range []struct {
+		policy  string
+		attempt string
+		spike   time.Duration // the unjittered delay
+	}{
+		{"fixed(2562047h)", "3", 2562047 * time.Hour},
+		{"fixed(" + most + ")", "3", maxDuration},
+		{"exponential(1ns, " + most + ")", "64", maxDuration},
+		{"exponential(" + most + ", " + most + ")", "9223372036854775807", maxDuration},
+		{"linear(0s, " + most + ", " + most + ")", "2", maxDuration},
+		{"jitter(fixed(" + most + "))", "1", maxDuration},
+		{"equal(exponential(1h, " + most + "))", "9223372036854775807", maxDuration},
+		{"proportional(1, linear(1s, 1000h, " + most + "))", "5000", maxDuration},
+		{"decorrelated(" + most + ", " + most + ")", "7", maxDuration},
+	} {
+		for _, buckets := range []int{20, 1, 7, 200} {
+			name := fmt.Sprintf("%s -attempt %s -buckets %d", tt.policy, tt.attempt, buckets)
+			out, errOut, code := rebound(t, "herd", tt.policy, "-jobs", "300", "-attempt", tt.attempt, "-buckets", strconv.Itoa(buckets))
+			if code != exitOK || errOut != "" {
+				t.Fatalf("%s: exit %d, stderr %q", name, code, errOut)
+			}
+			labels, counts := histogram(t, out)
+			if want := min(buckets, 2); len(labels) < want || len(labels) > buckets {
+				t.Errorf("%s: %d buckets, want %d..%d:\n%s", name, len(labels), want, buckets, out)
+			}
+			prevEnd := time.Duration(0)
+			for i, l := range labels {
+				start, end, past := labelBounds(t, l)
+				if start != prevEnd || end <= start || (past && i != len(labels)-1) {
+					t.Fatalf("%s: bucket %d is %q after one ending at %v:\n%s", name, i, l, prevEnd, out)
+				}
+				prevEnd = end
+			}
+			if prevEnd < tt.spike {
+				t.Errorf("%s: the last bucket ends at %v, before the delay %v", name, prevEnd, tt.spike)
+			}
+			for s, c := range counts {
+				if sum(c) != 300 {
+					t.Errorf("%s: series %d counts %d jobs, want 300", name, s, sum(c))
+				}
+			}
+			if strings.HasPrefix(tt.policy, "decorrelated") {
+				continue // one series, as given
+			}
+			// The first series is the unjittered curve: one spike, in the
+			// last bucket.
+			if c := counts[0]; c[len(c)-1] != 300 {
+				t.Errorf("%s: unjittered counts %v, want all 300 in the last bucket", name, c)
+			}
+			if strings.Contains(out, "over 1 buckets") && buckets > 1 {
+				t.Errorf("%s: one bucket for everything:\n%s", name, out)
+			}
 		}
 	}
 }

@@ -100,17 +100,30 @@ func planRows(pl plan) ([]backoff.Step, [][]string) {
 	}
 	steps := backoff.Schedule(pl.policy, src, pl.n)
 
+	// Fire times are added up as times, not from Schedule's totals: those
+	// stop at the largest Duration (292 years), and delays near it add up
+	// past that.
+	fires := make([]time.Time, len(steps))
+	fire := pl.from
+	for i, s := range steps {
+		fire = fire.Add(s.Delay)
+		fires[i] = fire
+	}
+
 	// Fire times print as a time of day when they all fall on the first
 	// failure's date, with the date otherwise.
 	layout := "15:04:05.000"
-	last := pl.from.Add(steps[len(steps)-1].Total).Round(time.Millisecond)
+	last := fire.Round(time.Millisecond)
 	if y, m, d := last.Date(); y != pl.from.Year() || m != pl.from.Month() || d != pl.from.Day() {
 		layout = "2006-01-02 15:04:05.000"
 	}
 	rows := make([][]string, len(steps))
 	for i, s := range steps {
-		fire := pl.from.Add(s.Total).Round(time.Millisecond)
-		rows[i] = []string{strconv.Itoa(s.Attempt), fmtDur(s.Delay), fmtDur(s.Total), fire.Format(layout)}
+		total := fmtDur(s.Total)
+		if !pl.from.Add(s.Total).Equal(fires[i]) { // Total saturated
+			total = fmtSpan(pl.from, fires[i])
+		}
+		rows[i] = []string{strconv.Itoa(s.Attempt), fmtDur(s.Delay), total, fires[i].Round(time.Millisecond).Format(layout)}
 	}
 	return steps, rows
 }

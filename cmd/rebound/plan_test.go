@@ -175,3 +175,56 @@ func Example_plan() {
 	// attempt n is the run that failed; its retry waits delay. total is the wait since
 	// the first failure (run time not counted); fires at is from + total.
 }
+
+// TestPlanLongestDelays: delays near the largest Duration add up past what
+// a Duration holds. The totals and fire times must keep growing, exactly
+// as the delays add up, not stop at the largest Duration as if every later
+// retry fired at the same instant.
+func TestPlanLongestDelays(t *testing.T) {
+	const most = "2562047h47m16.854775807s"
+	start := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	out, errOut, code := rebound(t, "plan", "fixed("+most+")", "-n", "3", "-from", "2025-06-01T12:00:00Z")
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	layout := "2006-01-02 15:04:05.000"
+	for _, row := range []string{
+		"      1  106751d23h  106751d23h  " + start.Add(maxDuration).Round(time.Millisecond).Format(layout) + "  ",
+		// 2 x 2562047h47m16.85s = 213503d23h34m33.7s, to the hour.
+		"      2  106751d23h     213504d  " + start.Add(maxDuration).Add(maxDuration).Round(time.Millisecond).Format(layout) + "  ",
+		// 3 x = 320255d23h21m50.6s.
+		"      3  106751d23h  320255d23h  " + start.Add(maxDuration).Add(maxDuration).Add(maxDuration).Round(time.Millisecond).Format(layout) + "  ",
+	} {
+		if !strings.Contains(out, row) {
+			t.Errorf("output lacks the row %q:\n%s", row, out)
+		}
+	}
+
+	// Whatever the policy, the last fire time is from plus every delay.
+	for _, policy := range []string{
+		"linear(0s, " + most + ", " + most + ")",
+		"exponential(1h, " + most + ")",
+		"jitter(fixed(" + most + "))",
+		"proportional(1, fixed(" + most + "))",
+		"decorrelated(1h, " + most + ")",
+	} {
+		out, errOut, code := rebound(t, "plan", policy, "-n", "20", "-key", "job-1", "-from", "2025-06-01T12:00:00Z")
+		if code != exitOK || errOut != "" {
+			t.Fatalf("%s: exit %d, stderr %q", policy, code, errOut)
+		}
+		p := backoff.Must(backoff.Parse(policy))
+		fire := start
+		for a := 1; a <= 20; a++ {
+			fire = fire.Add(backoff.Delay(p, a, backoff.Key("job-1")))
+		}
+		var last []string
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) > 0 && f[0] == "20" {
+				last = f
+			}
+		}
+		if len(last) < 5 || last[3]+" "+last[4] != fire.Round(time.Millisecond).Format(layout) {
+			t.Errorf("%s: last row %q, want attempt 20 firing at %s:\n%s", policy, last, fire.Round(time.Millisecond).Format(layout), out)
+		}
+	}
+}
