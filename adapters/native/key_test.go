@@ -152,16 +152,6 @@ func TestWithKeyOnReclaim(t *testing.T) {
 	})
 }
 
-func TestWithKeyNil(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer rdb.Close()
-	q, _ := NewQueue(rdb, "q")
-	_, err := NewWorker(q, fixedRule(t, time.Second, 3), func(context.Context, *Job) error { return nil }, WithKey(nil))
-	if err == nil || !strings.Contains(err.Error(), "key function is nil") {
-		t.Errorf("WithKey(nil): %v, want an error saying the key function is nil", err)
-	}
-}
-
 func TestDecodeRecord(t *testing.T) {
 	r, err := decodeRecord("3,17,5,1000,,12|4:boom2:{}1:np|a:y")
 	if err != nil {

@@ -49,7 +49,7 @@ func WithPrefix(prefix string) QueueOption {
 func WithMaxPayload(n int) QueueOption {
 	return func(q *Queue) error {
 		if n <= 0 {
-			return fmt.Errorf("native: payload limit %d is not positive, want a size in bytes > 0", n)
+			return fmt.Errorf("native: WithMaxPayload: %d is not positive, want a size in bytes > 0", n)
 		}
 		q.maxPayload = n
 		return nil
@@ -64,7 +64,7 @@ func WithMaxPayload(n int) QueueOption {
 func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
 		q.keepFor, q.keepMost = keepFor, most
-		return checkRetention("completed", keepFor, most)
+		return checkRetention("WithCompletedRetention", keepFor, most)
 	}
 }
 
@@ -78,17 +78,17 @@ func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 func WithFailedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
 		q.failFor, q.failMost = keepFor, most
-		return checkRetention("failed", keepFor, most)
+		return checkRetention("WithFailedRetention", keepFor, most)
 	}
 }
 
-// checkRetention validates the retention of the completed or failed set.
-func checkRetention(set string, keepFor time.Duration, most int) error {
+// checkRetention validates the retention option opt sets.
+func checkRetention(opt string, keepFor time.Duration, most int) error {
 	if keepFor < time.Millisecond {
-		return fmt.Errorf("native: %s retention %s is below 1ms, want a positive duration", set, keepFor)
+		return fmt.Errorf("native: %s: keeping jobs for %s is below 1ms, want a positive duration", opt, keepFor)
 	}
 	if most < -1 {
-		return fmt.Errorf("native: %s count limit %d is invalid, want >= 0 or -1 for no limit", set, most)
+		return fmt.Errorf("native: %s: keeping at most %d jobs is invalid, want >= 0, or -1 for no count limit", opt, most)
 	}
 	return nil
 }
@@ -148,7 +148,7 @@ type EnqueueOption func(*enqueueOptions) error
 func WithID(id string) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if id == "" {
-			return errors.New("native: job ID is empty, want a non-empty ID or no WithID for a generated one")
+			return errors.New("native: WithID: the ID is empty, want a non-empty ID, or no WithID for a generated one")
 		}
 		o.id = id
 		return nil
@@ -166,7 +166,7 @@ func WithName(name string) EnqueueOption {
 func WithDelay(d time.Duration) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if d < 0 {
-			return fmt.Errorf("native: delay %s is negative, want >= 0", d)
+			return fmt.Errorf("native: WithDelay: %s is negative, want >= 0", d)
 		}
 		o.delay = clampDelay(d)
 		return nil
@@ -178,7 +178,7 @@ func WithDelay(d time.Duration) EnqueueOption {
 func WithMaxAttempts(n int) EnqueueOption {
 	return func(o *enqueueOptions) error {
 		if n < 1 {
-			return fmt.Errorf("native: MaxAttempts %d is below 1, want the total number of runs (>= 1)", n)
+			return fmt.Errorf("native: WithMaxAttempts: %d is below 1, want the total number of runs (>= 1)", n)
 		}
 		o.maxAttempts = n
 		return nil

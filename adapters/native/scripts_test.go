@@ -417,49 +417,92 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"nil client", func() error { _, err := NewQueue(nil, "q"); return err }, "redis client is nil"},
 		{"empty queue", func() error { _, err := NewQueue(rdb, ""); return err }, "queue name is empty"},
-		{"braced prefix", func() error { _, err := NewQueue(rdb, "q", WithPrefix("a{b")); return err }, "contains '{' or '}'"},
-		{"zero payload limit", func() error { _, err := NewQueue(rdb, "q", WithMaxPayload(0)); return err }, "payload limit 0 is not positive"},
-		{"short completed retention", func() error { _, err := NewQueue(rdb, "q", WithCompletedRetention(0, 10)); return err }, "completed retention 0s is below 1ms"},
-		{"bad completed count", func() error { _, err := NewQueue(rdb, "q", WithCompletedRetention(time.Hour, -2)); return err }, "completed count limit -2 is invalid"},
-		{"short failed retention", func() error { _, err := NewQueue(rdb, "q", WithFailedRetention(0, 10)); return err }, "failed retention 0s is below 1ms"},
-		{"bad failed count", func() error { _, err := NewQueue(rdb, "q", WithFailedRetention(time.Hour, -2)); return err }, "failed count limit -2 is invalid"},
+		{"braced prefix", func() error { _, err := NewQueue(rdb, "q", WithPrefix("a{b")); return err }, "WithPrefix: \"a{b\" contains '{' or '}'"},
+		{"zero payload limit", func() error { _, err := NewQueue(rdb, "q", WithMaxPayload(0)); return err }, "WithMaxPayload: 0 is not positive"},
+		{"short completed retention", func() error { _, err := NewQueue(rdb, "q", WithCompletedRetention(0, 10)); return err }, "WithCompletedRetention: keeping jobs for 0s is below 1ms"},
+		{"bad completed count", func() error { _, err := NewQueue(rdb, "q", WithCompletedRetention(time.Hour, -2)); return err }, "WithCompletedRetention: keeping at most -2 jobs is invalid"},
+		{"short failed retention", func() error { _, err := NewQueue(rdb, "q", WithFailedRetention(0, 10)); return err }, "WithFailedRetention: keeping jobs for 0s is below 1ms"},
+		{"bad failed count", func() error { _, err := NewQueue(rdb, "q", WithFailedRetention(time.Hour, -2)); return err }, "WithFailedRetention: keeping at most -2 jobs is invalid"},
 		{"zero rule", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := NewWorker(q, backoff.Rule{}, func(context.Context, *Job) error { return nil })
 			return err
-		}, "zero Rule"},
+		}, "NewWorker: the rule is the zero backoff.Rule"},
 		{"nil handler", func() error { q, _ := NewQueue(rdb, "q"); _, err := NewWorker(q, rule, nil); return err }, "handler is nil"},
 		{"short lease", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithLease(time.Millisecond))
 			return err
-		}, "lease 1ms is below 50ms"},
+		}, "WithLease: 1ms is below 50ms"},
 		{"zero concurrency", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithConcurrency(0))
 			return err
-		}, "concurrency 0 is below 1"},
+		}, "WithConcurrency: 0 is below 1"},
 		{"negative delay", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := q.Enqueue(context.Background(), nil, WithDelay(-time.Second))
 			return err
-		}, "delay -1s is negative"},
+		}, "WithDelay: -1s is negative"},
 		{"zero max attempts", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := q.Enqueue(context.Background(), nil, WithMaxAttempts(0))
 			return err
-		}, "MaxAttempts 0 is below 1"},
+		}, "WithMaxAttempts: 0 is below 1"},
+		{"empty prefix", func() error { _, err := NewQueue(rdb, "q", WithPrefix("")); return err }, "WithPrefix: the prefix is empty"},
+		{"zero fallback delay", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithFallbackDelay(0))
+			return err
+		}, "WithFallbackDelay: 0s is zero, want > 0"},
+		{"negative fallback delay", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithFallbackDelay(-time.Second))
+			return err
+		}, "WithFallbackDelay: -1s is negative, want > 0"},
+		{"short reclaim interval", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithReclaimInterval(0))
+			return err
+		}, "WithReclaimInterval: 0s is not positive"},
+		{"negative shutdown timeout", func() error {
+			q, _ := NewQueue(rdb, "q")
+			_, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, WithShutdownTimeout(-time.Second))
+			return err
+		}, "WithShutdownTimeout: -1s is negative"},
 		{"empty ID", func() error {
 			q, _ := NewQueue(rdb, "q")
 			_, err := q.Enqueue(context.Background(), nil, WithID(""))
 			return err
-		}, "job ID is empty"},
+		}, "WithID: the ID is empty"},
 	}
 	for _, c := range cases {
 		err := c.err()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+}
+
+// The nil rule of every option: a nil option is skipped, and an option
+// given a nil function, observer, hook or policy means the default.
+func TestNilOptions(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	q, err := NewQueue(rdb, "q", nil)
+	if err != nil {
+		t.Fatalf("NewQueue with a nil option: %v", err)
+	}
+	w, err := NewWorker(q, fixedRule(t, time.Second, 3), func(context.Context, *Job) error { return nil }, nil,
+		WithKey(nil), WithObserver(nil), WithGiveUp(nil), WithErrorHandler(nil), WithReconnectPolicy(nil))
+	if err != nil {
+		t.Fatalf("NewWorker with nil options: %v", err)
+	}
+	if w.key != nil || w.notify.Observer != nil || w.notify.GiveUp != nil || w.notify.OnError != nil || w.reconnect != defaultReconnect {
+		t.Errorf("nil options did not leave the defaults: key %v, notifier %+v, reconnect %v", w.key != nil, w.notify, w.reconnect)
+	}
+	if _, err := q.Enqueue(context.Background(), make([]byte, 2<<20), nil); err == nil {
+		t.Errorf("Enqueue with a nil option and a too large payload: no error")
 	}
 }
 

@@ -139,7 +139,7 @@ type WorkerOption func(*Worker) error
 func WithConcurrency(n int) WorkerOption {
 	return func(w *Worker) error {
 		if n < 1 {
-			return fmt.Errorf("native: concurrency %d is below 1, want the number of handlers run at once", n)
+			return fmt.Errorf("native: WithConcurrency: %d is below 1, want the number of handlers run at once", n)
 		}
 		w.concurrency = n
 		return nil
@@ -153,7 +153,7 @@ func WithConcurrency(n int) WorkerOption {
 func WithLease(d time.Duration) WorkerOption {
 	return func(w *Worker) error {
 		if d < 50*time.Millisecond {
-			return fmt.Errorf("native: lease %s is below 50ms, want a duration well above one Redis round trip", d)
+			return fmt.Errorf("native: WithLease: %s is below 50ms, want a duration well above one Redis round trip", d)
 		}
 		w.lease = d
 		return nil
@@ -165,7 +165,7 @@ func WithLease(d time.Duration) WorkerOption {
 func WithReclaimInterval(d time.Duration) WorkerOption {
 	return func(w *Worker) error {
 		if d <= 0 {
-			return fmt.Errorf("native: reclaim interval %s is not positive, want > 0", d)
+			return fmt.Errorf("native: WithReclaimInterval: %s is not positive, want > 0", d)
 		}
 		w.reclaim = d
 		return nil
@@ -191,16 +191,20 @@ func WithObserver(o observe.Observer) WorkerOption {
 }
 
 // WithReconnectPolicy sets the backoff the worker waits between tries when
-// Redis fails (default jitter(exponential(10ms, 2s))).
+// Redis fails. nil, the default, is jitter(exponential(10ms, 2s)).
 func WithReconnectPolicy(p backoff.Policy) WorkerOption {
 	return func(w *Worker) error {
 		if p == nil {
-			return errors.New("native: reconnect policy is nil, want a backoff.Policy")
+			p = defaultReconnect
 		}
 		w.reconnect = p
 		return nil
 	}
 }
+
+// defaultReconnect is the worker's reconnect backoff unless
+// WithReconnectPolicy sets another.
+var defaultReconnect = backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second))))
 
 // WithShutdownTimeout sets how long [Worker.Run] lets running handlers
 // finish once its context ends (default 10s); the jobs of handlers still
@@ -208,7 +212,7 @@ func WithReconnectPolicy(p backoff.Policy) WorkerOption {
 func WithShutdownTimeout(d time.Duration) WorkerOption {
 	return func(w *Worker) error {
 		if d < 0 {
-			return fmt.Errorf("native: shutdown timeout %s is negative, want >= 0", d)
+			return fmt.Errorf("native: WithShutdownTimeout: %s is negative, want >= 0", d)
 		}
 		w.shutdown = d
 		return nil
@@ -222,15 +226,10 @@ func WithShutdownTimeout(d time.Duration) WorkerOption {
 // engine. The function sees the attempt that failed (for a job reclaimed
 // from a dead worker, the job as stored, with the attempt that was lost)
 // and must not change it. A key function that panics is recovered,
-// reported to the error handler, and the default key used.
+// reported to the error handler as an *observe.PanicError with Op "key",
+// and the default key used. nil is the default.
 func WithKey(f func(job *Job) backoff.Source) WorkerOption {
-	return func(w *Worker) error {
-		if f == nil {
-			return errors.New("native: WithKey: key function is nil, want a function returning the job's backoff.Source")
-		}
-		w.key = f
-		return nil
-	}
+	return func(w *Worker) error { w.key = f; return nil }
 }
 
 // WithFallbackDelay sets the retry delay used when deciding a failed
@@ -243,8 +242,11 @@ func WithKey(f func(job *Job) backoff.Source) WorkerOption {
 // "policy". d must be positive; the default is [DefaultFallbackDelay].
 func WithFallbackDelay(d time.Duration) WorkerOption {
 	return func(w *Worker) error {
-		if d <= 0 {
-			return fmt.Errorf("native: WithFallbackDelay: %s is not positive, want > 0", d)
+		switch {
+		case d < 0:
+			return fmt.Errorf("native: WithFallbackDelay: %s is negative, want > 0", d)
+		case d == 0:
+			return errors.New("native: WithFallbackDelay: 0s is zero, want > 0")
 		}
 		w.fallback = d
 		return nil
@@ -321,7 +323,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		return nil, errors.New("native: handler is nil, want a Handler")
 	}
 	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
-		return nil, errors.New("native: rule is the zero Rule, want one from backoff.NewRule")
+		return nil, errors.New("native: NewWorker: the rule is the zero backoff.Rule, want one built with backoff.NewRule")
 	}
 	w := &Worker{
 		q: q, rule: rule, handler: h,
@@ -329,7 +331,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		lease:       30 * time.Second,
 		idlePoll:    time.Second,
 		shutdown:    10 * time.Second,
-		reconnect:   backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(10*time.Millisecond, 2*time.Second)))),
+		reconnect:   defaultReconnect,
 		running:     map[string]*runningJob{},
 		notify:      notify.Notifier{Prefix: "native"},
 		fallback:    DefaultFallbackDelay,
