@@ -89,7 +89,7 @@ func startWorker(t testing.TB, q *Queue, rule backoff.Rule, h Handler, opts ...W
 
 // waitState polls the inspector until the job reaches state or the time
 // runs out.
-func waitState(t testing.TB, q *Queue, id string, want State, within time.Duration) JobInfo {
+func waitState(t testing.TB, q *Queue, id string, want State, within time.Duration) StoredJob {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {

@@ -20,7 +20,7 @@ import (
 const System = "rebound"
 
 // MaxErrorBytes is the most bytes of a failed attempt's error text the
-// queue stores with the job (see [JobInfo].LastError): a longer text is
+// queue stores with the job (see [StoredJob].LastError): a longer text is
 // cut, on a UTF-8 boundary, with a note of how many bytes were dropped, so
 // that a huge error cannot bloat the job's record.
 const MaxErrorBytes = 8 << 10
