@@ -1,46 +1,82 @@
 package native
 
 import (
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// Each script carries the helpers it calls, directly or through another
-// helper, and no other: an unused helper is a closure built on every call.
-func TestScriptsCarryOnlyTheHelpersTheyUse(t *testing.T) {
-	lib, err := luaFiles.ReadFile("lua/lib.lua")
-	if err != nil {
-		t.Fatal(err)
+// Each script includes every helper it calls, directly or through another
+// helper, each after the helpers it calls, and no other: an unused helper
+// is a closure built on every call. (The test finds calls by scanning the
+// Lua text; the scripts themselves are assembled from their include lines
+// only.)
+func TestScriptsIncludeExactlyTheHelpersTheyUse(t *testing.T) {
+	files, err := fs.Glob(luaFiles, "lua/lib/*.lua")
+	if err != nil || len(files) < 10 {
+		t.Fatalf("lua/lib holds %d helpers (%v), want one file per helper", len(files), err)
 	}
-	funcs := libFuncs(string(lib))
-	if len(funcs) < 10 {
-		t.Fatalf("lib.lua split into %d helpers, want every local function of it", len(funcs))
-	}
-	for _, f := range funcs {
-		if strings.Count(f.src, "local function ") != 1 {
-			t.Errorf("helper %s: source holds %d functions, want 1:\n%s", f.name, strings.Count(f.src, "local function "), f.src)
+	helpers := map[string]string{}
+	for _, f := range files {
+		name := strings.TrimSuffix(path.Base(f), ".lua")
+		src := mustRead(f)
+		if got := regexp.MustCompile(`(?m)^local function ([a-z_]+)\(`).FindAllStringSubmatch(src, -1); len(got) != 1 || got[0][1] != name {
+			t.Errorf("%s defines %v, want exactly the function %s", f, got, name)
 		}
+		helpers[name] = src
 	}
-	cases := []struct {
-		src       string
-		name      string
-		has, lack []string
-	}{
-		{scriptSource("reserve"), "reserve", []string{"num", "now_us", "promote_due", "next_due", "wake"}, []string{"rec_head", "schedule"}},
-		{scriptSource("fail"), "fail", []string{"claim", "rec_head", "rec_ended", "schedule_all", "delayed_score", "wake", "fire_ms", "trim_finished"}, []string{"rec_encode", "promote_due", "next_due", "schedule"}},
-		{scriptSource("complete"), "complete", []string{"claim", "rec_head", "rec_ended", "batch_read", "trim_finished"}, []string{"rec_encode", "schedule_all", "wake"}},
-		{scriptSource("extend"), "extend", []string{"num", "now_us"}, []string{"rec_head", "wake"}},
-	}
-	for _, c := range cases {
-		for _, h := range c.has {
-			if !strings.Contains(c.src, "local function "+h+"(") {
-				t.Errorf("%s lacks helper %s", c.name, h)
+	comment := regexp.MustCompile(`--[^\n]*`)
+	calls := func(src string) []string {
+		code := comment.ReplaceAllString(src, "")
+		var out []string
+		for name := range helpers {
+			if regexp.MustCompile(`\b` + name + `\(`).MatchString(strings.ReplaceAll(code, "local function "+name+"(", "")) {
+				out = append(out, name)
 			}
 		}
-		for _, h := range c.lack {
-			if strings.Contains(c.src, "local function "+h+"(") {
-				t.Errorf("%s carries unused helper %s", c.name, h)
+		slices.Sort(out)
+		return out
+	}
+	scripts, _ := fs.Glob(luaFiles, "lua/*.lua")
+	for _, f := range scripts {
+		name := strings.TrimSuffix(path.Base(f), ".lua")
+		body := mustRead(f)
+		inc := includes(body)
+		// Every helper called by the body or by an included helper is
+		// included, before its callers.
+		for i, h := range inc {
+			src, ok := helpers[h]
+			if !ok {
+				t.Errorf("%s includes %q, which lua/lib does not hold", name, h)
+				continue
 			}
+			for _, c := range calls(src) {
+				if j := slices.Index(inc, c); j < 0 || j > i {
+					t.Errorf("%s: helper %s calls %s, which is not included before it (include: %v)", name, h, c, inc)
+				}
+			}
+		}
+		need := map[string]bool{}
+		for _, c := range calls(body) {
+			need[c] = true
+			if !slices.Contains(inc, c) {
+				t.Errorf("%s calls %s but does not include it (include: %v)", name, c, inc)
+			}
+		}
+		for i := len(inc) - 1; i >= 0; i-- {
+			if !need[inc[i]] {
+				t.Errorf("%s includes %s, which neither it nor an included helper calls", name, inc[i])
+				continue
+			}
+			for _, c := range calls(helpers[inc[i]]) {
+				need[c] = true
+			}
+		}
+		if src := scriptSource(name); !strings.HasSuffix(src, body) || strings.Count(src, "local function ") != len(inc)+strings.Count(body, "local function ") {
+			t.Errorf("%s is not assembled as its included helpers, then its body", name)
 		}
 	}
 }
