@@ -12,41 +12,39 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
 	"github.com/rebound-go/rebound/reboundtest"
 )
 
 type ctxKey struct{}
 
-// recordingObserver records every call and keeps a counter in the carrier,
-// so each attempt can see what the previous one stored.
-type recordingObserver struct {
-	mu      sync.Mutex
-	started []observe.Attempt
-	ended   []observe.Result
-	seen    []string // carrier "prev" as each attempt found it
-	panicOn int      // panic in AttemptEnded of this attempt number
+// carrierObserver is a reboundtest.Recorder that also uses the carrier the
+// way a tracing observer does: each attempt reads what the previous one
+// left under "prev" and leaves its own number there. It hands the handler
+// a context carrying its attempt number, and panics when told of the end
+// of attempt panicOn.
+type carrierObserver struct {
+	*reboundtest.Recorder
+	panicOn int
+
+	mu   sync.Mutex
+	seen []string // "prev" as each attempt found it
 }
 
-func (o *recordingObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+func (o *carrierObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.started = append(o.started, a)
 	o.seen = append(o.seen, a.Carrier.Get("prev"))
+	o.mu.Unlock()
 	a.Carrier.Set("prev", strconv.Itoa(a.Number))
-	return context.WithValue(ctx, ctxKey{}, a.Number)
+	return context.WithValue(o.Recorder.AttemptStarted(ctx, a), ctxKey{}, a.Number)
 }
 
-func (o *recordingObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
-	o.mu.Lock()
-	o.ended = append(o.ended, r)
-	p := o.panicOn
-	o.mu.Unlock()
+func (o *carrierObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
+	o.Recorder.AttemptEnded(ctx, a, r)
 	if ctx.Value(ctxKey{}) != a.Number {
 		panic("AttemptEnded did not get AttemptStarted's context")
 	}
-	if a.Number == p {
+	if a.Number == o.panicOn {
 		panic("observer bug")
 	}
 }
@@ -54,7 +52,7 @@ func (o *recordingObserver) AttemptEnded(ctx context.Context, a observe.Attempt,
 func TestObserver(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		q := newQueue(t, rdb, prefix, "obs")
-		obs := &recordingObserver{panicOn: 1}
+		obs := &carrierObserver{Recorder: &reboundtest.Recorder{}, panicOn: 1}
 		var reported atomic.Int32
 		startWorker(t, q, fixedRule(t, 20*time.Millisecond, 3), func(ctx context.Context, j *Job) error {
 			if ctx.Value(ctxKey{}) != j.Attempt {
@@ -64,51 +62,47 @@ func TestObserver(t *testing.T) {
 				return errors.New("again")
 			}
 			return nil
-		}, WithObserver(obs), WithErrorHandler(func(err error) { reported.Add(1) }))
+		}, WithObserver(obs), WithErrorHandler(func(err error) {
+			if pe, ok := errors.AsType[*observe.PanicError](err); ok && pe.Op == "observer" {
+				reported.Add(1)
+			}
+		}))
 		before := time.Now()
 		id, err := q.Enqueue(context.Background(), nil, WithName("send-mail"), WithMetadata(map[string]string{"tenant": "a"}))
 		if err != nil {
 			t.Fatal(err)
 		}
 		info := waitState(t, q, id, StateCompleted, 5*time.Second)
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			obs.mu.Lock()
-			n := len(obs.ended)
-			obs.mu.Unlock()
-			if n == 3 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
+		evs := waitEnded(t, obs.Recorder, id, 3)
+		if len(evs) != 3 {
+			t.Fatalf("observer saw %d attempts, want 3:\n%s", len(evs), obs.Story(id))
 		}
-		obs.mu.Lock()
-		defer obs.mu.Unlock()
-		if len(obs.started) != 3 || len(obs.ended) != 3 {
-			t.Fatalf("observer saw %d starts and %d ends, want 3 and 3", len(obs.started), len(obs.ended))
-		}
-		for i, a := range obs.started {
+		for i, ev := range evs {
+			a := ev.Attempt
 			want := observe.Attempt{System: "rebound", Queue: "obs", JobID: id, Kind: "send-mail", Number: i + 1, MaxAttempts: 3}
 			a.Carrier = nil
 			if a != want {
 				t.Errorf("attempt %d: %+v, want %+v", i+1, a, want)
 			}
 		}
+		obs.mu.Lock()
 		if got := obs.seen; got[0] != "" || got[1] != "1" || got[2] != "2" {
 			t.Errorf("carrier seen by attempts: %q, want \"\", \"1\", \"2\" (persisted by the fail script)", got)
 		}
-		for i, r := range obs.ended[:2] {
-			if r.Err == nil || r.Decision.Outcome != backoff.OutcomeRetry || r.Decision.Delay != 20*time.Millisecond {
-				t.Errorf("end %d: %+v, want a retry after 20ms", i+1, r)
-			}
-			if r.FireAt.Before(before) || r.FireAt.After(time.Now()) {
+		obs.mu.Unlock()
+		if got, want := obs.Story(id), "1 retry 20ms\n2 retry 20ms\n3 success"; got != want {
+			t.Errorf("story:\n%s\nwant\n%s", got, want)
+		}
+		for i, ev := range evs[:2] {
+			if r := ev.Result; r.FireAt.Before(before) || r.FireAt.After(time.Now()) {
 				t.Errorf("end %d: FireAt %v outside the test's run", i+1, r.FireAt)
 			}
 		}
-		if r := obs.ended[2]; r.Err != nil || r.Outcome() != "success" {
-			t.Errorf("last end: %+v, want success", r)
+		if reported.Load() != 1 {
+			t.Errorf("the observer's panic was reported %d times to the error handler, want once", reported.Load())
 		}
-		if reported.Load() == 0 {
-			t.Errorf("the observer's panic was not reported to the error handler")
+		if p := obs.Problems(); len(p) > 0 {
+			t.Errorf("recorder problems: %v", p)
 		}
 		if info.Metadata["tenant"] != "a" || info.Metadata["prev"] != "3" {
 			t.Errorf("stored metadata %v, want tenant=a and prev=3", info.Metadata)
@@ -119,13 +113,19 @@ func TestObserver(t *testing.T) {
 func TestPanicCountsAsAttempt(t *testing.T) {
 	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		q := newQueue(t, rdb, prefix, "panic")
+		rec := &reboundtest.Recorder{}
 		startWorker(t, q, fixedRule(t, 5*time.Millisecond, 2), func(ctx context.Context, j *Job) error {
 			panic("kaboom")
-		})
+		}, WithObserver(rec))
 		id, _ := q.Enqueue(context.Background(), nil)
 		info := waitState(t, q, id, StateFailed, 5*time.Second)
 		if info.Attempts != 2 || info.LastError != "rebound: handler panicked: kaboom" {
 			t.Errorf("panicking job: %d attempts, error %q; want 2 and the panic", info.Attempts, info.LastError)
+		}
+		for _, ev := range waitEnded(t, rec, id, 2) {
+			if pe, ok := errors.AsType[*observe.PanicError](ev.Result.Err); !ok || pe.Op != "handler" || pe.Value != "kaboom" || len(pe.Stack) == 0 {
+				t.Errorf("attempt %d ended with %#v, want an *observe.PanicError of the handler with its stack", ev.Attempt.Number, ev.Result.Err)
+			}
 		}
 	})
 }
