@@ -135,6 +135,14 @@
 // its time (reserve hands out the jobs' records with their leases), not at
 // Redis's 100ms blocking-timeout resolution.
 //
+// # Testing
+//
+// Package nativetest runs a queue and a real worker on an in-process
+// Redis whose clock a test sets: a test follows a job attempt by attempt
+// ("attempt 2 failed, and the job runs again at t") without sleeping and
+// without a Redis server, and every attempt is reported to a
+// reboundtest.Recorder.
+//
 // # Connections
 //
 // A worker holds one connection for its wake-up block and uses about four

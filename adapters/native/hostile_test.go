@@ -760,45 +760,6 @@ func TestGiveUp(t *testing.T) {
 	})
 }
 
-// WithKindRule gives the jobs of one name their own rule: their own
-// schedule and cap, while other jobs keep the worker's.
-func TestKindRule(t *testing.T) {
-	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		ctx := context.Background()
-		q := newQueue(t, rdb, prefix, "kinds")
-		rec := &reboundtest.Recorder{}
-		startWorker(t, q, fixedRule(t, 10*time.Millisecond, 2), func(ctx context.Context, j *Job) error {
-			return errors.New("always")
-		}, WithObserver(rec), WithKindRule("report", fixedRule(t, 30*time.Millisecond, 4)))
-		for _, c := range []struct{ id, name string }{{"plain", ""}, {"other", "mail"}, {"report", "report"}} {
-			if _, err := q.Enqueue(ctx, nil, WithID(c.id), WithName(c.name)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for id, want := range map[string]string{
-			"plain":  "1 retry 10ms\n2 exhausted",
-			"other":  "1 retry 10ms\n2 exhausted",
-			"report": "1 retry 30ms\n2 retry 30ms\n3 retry 30ms\n4 exhausted",
-		} {
-			waitState(t, q, id, StateFailed, 5*time.Second)
-			evs := waitEnded(t, rec, id, strings.Count(want, "\n")+1)
-			if got := rec.Story(id); got != want {
-				t.Errorf("job %s:\n%s\nwant\n%s", id, got, want)
-			}
-			if n := 2 + 2*btoi(id == "report"); evs[0].Attempt.MaxAttempts != n {
-				t.Errorf("job %s: attempt told MaxAttempts %d, want %d", id, evs[0].Attempt.MaxAttempts, n)
-			}
-		}
-	})
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 func TestKindRuleOption(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
