@@ -111,13 +111,18 @@ func (w *Worker) interrupt() {
 		rj      *runningJob
 		ctx     context.Context
 		a       observe.Attempt
+		meta    string // what the observer left, when packed (see runningJob.meta)
 		started bool
 	}
 	var cuts []cut
 	w.mu.Lock()
 	for _, rj := range w.running {
 		if rj.ended.CompareAndSwap(false, true) {
-			cuts = append(cuts, cut{rj, rj.ctx, rj.attempt, rj.cancel != nil})
+			c := cut{rj: rj, ctx: rj.ctx, a: rj.attempt, meta: keepMeta, started: rj.cancel != nil}
+			if c.started && rj.meta != rj.job.storedMeta {
+				c.meta = rj.meta
+			}
+			cuts = append(cuts, c)
 		}
 	}
 	w.mu.Unlock()
@@ -127,7 +132,7 @@ func (w *Worker) interrupt() {
 	reqs := make([]*finishReq, len(cuts))
 	for i, c := range cuts {
 		reqs[i] = &finishReq{script: scriptRelease, keys: w.q.keys.releaseKeys,
-			args: []any{c.rj.id, c.rj.token, keepMeta}, done: make(chan finishRes, 1)}
+			args: []any{c.rj.id, c.rj.token, c.meta}, done: make(chan finishRes, 1)}
 	}
 	w.sendBatch(reqs)
 	for i, c := range cuts {
