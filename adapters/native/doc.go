@@ -21,13 +21,20 @@
 // # Semantics
 //
 // A handler's nil completes the job; an error fails the attempt, and the
-// worker's [backoff.Rule] decides: retry after a delay (jitter keyed by the
-// job ID, or by what [WithKey] picks; raised to a [backoff.RetryAfter]
-// hint), or give up because the job
-// ran MaxAttempts times or the error was marked [backoff.Permanent]. A panic
-// is a failed attempt. The host computes the delay; the fail script receives
-// that one number and adds it to the Redis server's clock. Attempt numbers
-// are 1-based and MaxAttempts counts every run, as everywhere in rebound.
+// worker's [backoff.Rule] (or the rule [WithKindRule] gives the job's name)
+// decides: retry after a delay (jitter keyed by the job ID, or by what
+// [WithKey] picks; raised to a [backoff.RetryAfter] hint), or give up
+// because the job ran MaxAttempts times or the error was marked
+// [backoff.Permanent]. A panic is a failed attempt. The host computes the
+// delay; the fail script receives that one number and adds it to the
+// Redis server's clock. Attempt numbers are 1-based and MaxAttempts counts
+// every run, as everywhere in rebound.
+//
+// Every attempt is reported to the worker's observer ([WithObserver]) once
+// its outcome is stored, with what the script applied; every job given up
+// to its give-up hook ([WithGiveUp]); and what goes wrong outside the
+// handlers (Redis unreachable, a lost lease, a recovered panic of user
+// code) to its error handler ([WithErrorHandler]).
 //
 // A job whose delay has passed (a retry, or a first run enqueued with
 // [WithDelay]) moves to the due list, which workers drain before the wait
@@ -40,10 +47,12 @@
 // the handler runs. A worker that dies loses its lease; another worker
 // reclaims the job through the same fail path, so the lost attempt counts
 // and the job waits its backoff: a poison job that kills workers still stops
-// at its cap. Every reservation has its own token, so a worker that comes
-// back after its job was reclaimed cannot overwrite the newer state
-// ([ErrLeaseLost]); a retried call whose first reply was lost is recognised
-// and changes nothing. Delivery is at least once.
+// at its cap. The reclaiming worker reports that attempt's end to its
+// observer and give-up hook. Every reservation has its own token, so a
+// worker that comes back after its job was reclaimed cannot overwrite the
+// newer state: it is told [ErrLeaseLost] and reports nothing of that
+// attempt to its observer; a retried call whose first reply was lost is
+// recognised and changes nothing. Delivery is at least once.
 //
 // # Limits
 //
@@ -134,6 +143,14 @@
 // worker. A retry therefore starts a timer wake-up and one round trip after
 // its time (reserve hands out the jobs' records with their leases), not at
 // Redis's 100ms blocking-timeout resolution.
+//
+// # Testing
+//
+// Package nativetest runs a queue and a real worker on an in-process
+// Redis whose clock a test sets: a test follows a job attempt by attempt
+// ("attempt 2 failed, and the job runs again at t") without sleeping and
+// without a Redis server, and every attempt is reported to a
+// reboundtest.Recorder.
 //
 // # Connections
 //

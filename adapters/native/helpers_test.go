@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/testenv"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // backend names a Redis a test runs on.
@@ -89,7 +91,7 @@ func startWorker(t testing.TB, q *Queue, rule backoff.Rule, h Handler, opts ...W
 
 // waitState polls the inspector until the job reaches state or the time
 // runs out.
-func waitState(t testing.TB, q *Queue, id string, want State, within time.Duration) JobInfo {
+func waitState(t testing.TB, q *Queue, id string, want State, within time.Duration) StoredJob {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
@@ -120,4 +122,93 @@ func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
 // complete runs the complete script for one job, not batched.
 func (w *Worker) complete(ctx context.Context, id, token, meta string) ([]any, error) {
 	return oneReply(scriptComplete.Run(ctx, w.q.rdb, w.completeKeys(), w.completeArgs(id, token, meta)...).Slice())
+}
+
+// waitEnded waits until the recorder has seen n ended attempts of job id.
+func waitEnded(t *testing.T, rec *reboundtest.Recorder, id string, n int) []reboundtest.Event {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		evs := rec.Job(id)
+		ended := 0
+		for _, e := range evs {
+			if e.Ended {
+				ended++
+			}
+		}
+		if ended >= n {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: %d attempts ended, want %d; story:\n%s", id, ended, n, rec.Story(id))
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// idle returns a worker that is never started, for driving the scripts by
+// hand.
+func idle(t *testing.T, q *Queue, rule backoff.Rule, opts ...WorkerOption) *Worker {
+	t.Helper()
+	opts = append([]WorkerOption{WithErrorHandler(func(err error) { t.Logf("idle worker: %v", err) })}, opts...)
+	w, err := NewWorker(q, rule, func(context.Context, *Job) error { return nil }, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+func reserveOne(t *testing.T, w *Worker) (*Job, string) {
+	t.Helper()
+	jobs, tokens, _, err := w.reserve(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("reserve gave %d jobs, want 1", len(jobs))
+	}
+	return jobs[0], tokens[0]
+}
+
+// tc turns a script reply into its status code, failing the test on error.
+type tc struct{ t *testing.T }
+
+func (c tc) code(res []any, err error) int64 {
+	c.t.Helper()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return parseInt(res[0])
+}
+
+// forceReclaim makes the lease of running job id expire and reclaims it
+// with w, retrying while the job's own worker renews the lease in between.
+func forceReclaim(t *testing.T, rdb redis.UniversalClient, q *Queue, w *Worker, id string) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if err := rdb.ZAddXX(ctx, q.keys.active, redis.Z{Score: 0, Member: id}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.reclaimOnce(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if info, err := q.Job(ctx, id); err == nil && info.State != StateActive {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s was never reclaimed", id)
+		}
+	}
+}
+
+// hashTag returns the part of key Redis Cluster hashes.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
 }

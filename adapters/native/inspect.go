@@ -46,8 +46,10 @@ func (s State) String() string {
 	return fmt.Sprintf("State(%d)", int(s))
 }
 
-// JobInfo is what the inspector knows of one job.
-type JobInfo struct {
+// StoredJob is the stored state of one job, as [Queue.Job] reads it from
+// Redis: where it is, its attempts, its last error and its data. (A
+// [Handler] gets a [Job], one attempt of it.)
+type StoredJob struct {
 	// ID is the job's ID.
 	ID string
 	// Name is the job's name, "" if it has none.
@@ -77,9 +79,15 @@ type JobInfo struct {
 	Metadata map[string]string
 }
 
-// Job returns what the queue knows of the job with the given ID, or an
-// error wrapping [ErrNotFound].
-func (q *Queue) Job(ctx context.Context, id string) (JobInfo, error) {
+// JobInfo is the former name of StoredJob.
+//
+// Deprecated: use StoredJob; the name stays only until internal/ui (the
+// rebound ui command) has moved to it.
+type JobInfo = StoredJob
+
+// Job returns the stored state of the job with the given ID, read in one
+// transaction, or an error wrapping [ErrNotFound].
+func (q *Queue) Job(ctx context.Context, id string) (StoredJob, error) {
 	k := q.keys
 	var (
 		stored                        *redis.StringCmd
@@ -96,16 +104,16 @@ func (q *Queue) Job(ctx context.Context, id string) (JobInfo, error) {
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return JobInfo{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
+		return StoredJob{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
 	}
 	if stored.Err() != nil {
-		return JobInfo{}, fmt.Errorf("%w (queue %q, ID %q)", ErrNotFound, q.name, id)
+		return StoredJob{}, fmt.Errorf("%w (queue %q, ID %q)", ErrNotFound, q.name, id)
 	}
 	r, err := decodeRecord(stored.Val())
 	if err != nil {
-		return JobInfo{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
+		return StoredJob{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
 	}
-	info := JobInfo{
+	info := StoredJob{
 		ID:          id,
 		Name:        r.name,
 		MaxAttempts: r.max,

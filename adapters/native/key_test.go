@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
-	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // jitterRule jitters a fixed hour, so two keys give delays minutes apart.
@@ -23,29 +23,6 @@ func jitterRule(t *testing.T, maxAttempts int) backoff.Rule {
 		t.Fatal(err)
 	}
 	return r
-}
-
-// delaysObserver records the decided delay of every ended attempt by job ID.
-type delaysObserver struct {
-	mu     sync.Mutex
-	delays map[string]time.Duration
-}
-
-func (o *delaysObserver) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
-	return ctx
-}
-
-func (o *delaysObserver) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.delays[a.JobID] = r.Decision.Delay
-}
-
-func (o *delaysObserver) get(id string) (time.Duration, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	d, ok := o.delays[id]
-	return d, ok
 }
 
 // apart fails the test unless keying by business and by id gives delays
@@ -65,11 +42,11 @@ func TestWithKey(t *testing.T) {
 		ctx := context.Background()
 		q := newQueue(t, rdb, prefix, "key")
 		rule := jitterRule(t, 3)
-		obs := &delaysObserver{delays: map[string]time.Duration{}}
+		rec := &reboundtest.Recorder{}
 		var reported atomic.Int32
 		// Key by the payload (a business ID); panic for payload "panic".
 		startWorker(t, q, rule, func(context.Context, *Job) error { return errors.New("down") },
-			WithObserver(obs),
+			WithObserver(rec),
 			WithErrorHandler(func(err error) {
 				if strings.Contains(err.Error(), "key function panicked") {
 					reported.Add(1)
@@ -95,13 +72,7 @@ func TestWithKey(t *testing.T) {
 		}
 		for id, wantDelay := range map[string]time.Duration{"job-a": want, "job-b": want, "job-p": byID} {
 			info := waitState(t, q, id, StateDelayed, 5*time.Second)
-			deadline := time.Now().Add(2 * time.Second)
-			d, ok := obs.get(id)
-			for !ok && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-				d, ok = obs.get(id)
-			}
-			if d != wantDelay {
+			if d := waitEnded(t, rec, id, 1)[0].Result.Decision.Delay; d != wantDelay {
 				t.Errorf("job %s: delay %s, want %s", id, d, wantDelay)
 			}
 			if left := time.Until(info.NextFireAt); left > wantDelay+2*time.Second || left < wantDelay-2*time.Second {
@@ -150,35 +121,4 @@ func TestWithKeyOnReclaim(t *testing.T) {
 			t.Errorf("reclaimed job fires in %s, want about %s (keyed by its payload)", left, want)
 		}
 	})
-}
-
-func TestWithKeyNil(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
-	defer rdb.Close()
-	q, _ := NewQueue(rdb, "q")
-	_, err := NewWorker(q, fixedRule(t, time.Second, 3), func(context.Context, *Job) error { return nil }, WithKey(nil))
-	if err == nil || !strings.Contains(err.Error(), "key function is nil") {
-		t.Errorf("WithKey(nil): %v, want an error saying the key function is nil", err)
-	}
-}
-
-func TestDecodeRecord(t *testing.T) {
-	r, err := decodeRecord("3,17,5,1000,,12|4:boom2:{}1:np|a:y")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.attempts != 3 || r.tok != "17" || r.max != 5 || r.created != 1000 || r.finished != 0 || r.ftok != "12" ||
-		r.err != "boom" || r.meta != "{}" || r.name != "n" || string(r.payload) != "p|a:y" {
-		t.Fatalf("decoded %+v", r)
-	}
-	for _, c := range []struct{ in, want string }{
-		{"3,17,5,1000,|0:0:0:", "header has 5 fields, want 6"},
-		{"3,17,5,1000,,12,9|0:0:0:", "header has 7 fields, want 6"},
-		{"3,17,5,1000,,12", "no '|'"},
-		{"3,17,5,1000,,12|9:x", "bad string length"},
-	} {
-		if _, err := decodeRecord(c.in); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("decodeRecord(%q) = %v, want an error saying %q", c.in, err, c.want)
-		}
-	}
 }

@@ -70,10 +70,10 @@ func validateNames(prefix, queue string) error {
 		return fmt.Errorf("native: queue name is empty, want a name such as %q", "emails")
 	}
 	if prefix == "" {
-		return fmt.Errorf("native: key prefix is empty, want a prefix such as %q", DefaultPrefix)
+		return fmt.Errorf("native: WithPrefix: the prefix is empty, want a prefix such as %q", DefaultPrefix)
 	}
 	if strings.ContainsAny(prefix, "{}") {
-		return fmt.Errorf("native: key prefix %q contains '{' or '}', which would move the queue's Cluster hash tag; want a prefix without braces", prefix)
+		return fmt.Errorf("native: WithPrefix: %q contains '{' or '}', which would move the queue's Cluster hash tag; want a prefix without braces", prefix)
 	}
 	return nil
 }

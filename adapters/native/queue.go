@@ -1,13 +1,9 @@
 package native
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"reflect"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,7 +45,7 @@ func WithPrefix(prefix string) QueueOption {
 func WithMaxPayload(n int) QueueOption {
 	return func(q *Queue) error {
 		if n <= 0 {
-			return fmt.Errorf("native: payload limit %d is not positive, want a size in bytes > 0", n)
+			return fmt.Errorf("native: WithMaxPayload: %d is not positive, want a size in bytes > 0", n)
 		}
 		q.maxPayload = n
 		return nil
@@ -64,7 +60,7 @@ func WithMaxPayload(n int) QueueOption {
 func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
 		q.keepFor, q.keepMost = keepFor, most
-		return checkRetention("completed", keepFor, most)
+		return checkRetention("WithCompletedRetention", keepFor, most)
 	}
 }
 
@@ -78,17 +74,17 @@ func WithCompletedRetention(keepFor time.Duration, most int) QueueOption {
 func WithFailedRetention(keepFor time.Duration, most int) QueueOption {
 	return func(q *Queue) error {
 		q.failFor, q.failMost = keepFor, most
-		return checkRetention("failed", keepFor, most)
+		return checkRetention("WithFailedRetention", keepFor, most)
 	}
 }
 
-// checkRetention validates the retention of the completed or failed set.
-func checkRetention(set string, keepFor time.Duration, most int) error {
+// checkRetention validates the retention option opt sets.
+func checkRetention(opt string, keepFor time.Duration, most int) error {
 	if keepFor < time.Millisecond {
-		return fmt.Errorf("native: %s retention %s is below 1ms, want a positive duration", set, keepFor)
+		return fmt.Errorf("native: %s: keeping jobs for %s is below 1ms, want a positive duration", opt, keepFor)
 	}
 	if most < -1 {
-		return fmt.Errorf("native: %s count limit %d is invalid, want >= 0 or -1 for no limit", set, most)
+		return fmt.Errorf("native: %s: keeping at most %d jobs is invalid, want >= 0, or -1 for no count limit", opt, most)
 	}
 	return nil
 }
@@ -129,161 +125,3 @@ func isNil(rdb redis.UniversalClient) bool {
 
 // Name returns the queue's name.
 func (q *Queue) Name() string { return q.name }
-
-// enqueueOptions collects what an [EnqueueOption] sets.
-type enqueueOptions struct {
-	id          string
-	name        string
-	delay       time.Duration
-	maxAttempts int
-	meta        map[string]string
-}
-
-// An EnqueueOption configures one [Queue.Enqueue] call.
-type EnqueueOption func(*enqueueOptions) error
-
-// WithID gives the job its own ID instead of a generated one. Enqueueing
-// an ID that already exists fails with [ErrJobExists], which makes
-// enqueueing idempotent. The ID must not be empty.
-func WithID(id string) EnqueueOption {
-	return func(o *enqueueOptions) error {
-		if id == "" {
-			return errors.New("native: job ID is empty, want a non-empty ID or no WithID for a generated one")
-		}
-		o.id = id
-		return nil
-	}
-}
-
-// WithName sets the job's name (its kind), reported to observers.
-func WithName(name string) EnqueueOption {
-	return func(o *enqueueOptions) error { o.name = name; return nil }
-}
-
-// WithDelay makes the job wait d before its first run. The fire time is
-// taken from the Redis server's clock, rounded up to the millisecond. A
-// delay above [MaxDelay] is clamped to it.
-func WithDelay(d time.Duration) EnqueueOption {
-	return func(o *enqueueOptions) error {
-		if d < 0 {
-			return fmt.Errorf("native: delay %s is negative, want >= 0", d)
-		}
-		o.delay = clampDelay(d)
-		return nil
-	}
-}
-
-// WithMaxAttempts overrides the worker's rule for this job: n is the total
-// number of runs, including the first. n must be at least 1.
-func WithMaxAttempts(n int) EnqueueOption {
-	return func(o *enqueueOptions) error {
-		if n < 1 {
-			return fmt.Errorf("native: MaxAttempts %d is below 1, want the total number of runs (>= 1)", n)
-		}
-		o.maxAttempts = n
-		return nil
-	}
-}
-
-// WithMetadata sets the job's initial metadata, the string map that travels
-// with the job from attempt to attempt (observers keep trace context in it).
-// Keys and values may hold any bytes, UTF-8 or not: they are stored and
-// handed back exactly as given.
-func WithMetadata(m map[string]string) EnqueueOption {
-	return func(o *enqueueOptions) error {
-		o.meta = make(map[string]string, len(m))
-		for k, v := range m {
-			o.meta[k] = v
-		}
-		return nil
-	}
-}
-
-// Enqueue adds a job with payload to the queue and returns its ID (without
-// [WithID], 128 random bits as 22 characters of unpadded base64url). Without
-// options the job runs as soon as a worker is free, under the worker's rule.
-func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
-	if len(payload) > q.maxPayload {
-		return "", &PayloadTooLargeError{Size: len(payload), Limit: q.maxPayload}
-	}
-	var o enqueueOptions
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		if err := opt(&o); err != nil {
-			return "", err
-		}
-	}
-	if o.id == "" {
-		o.id = newID()
-	}
-	meta := encodeMeta(o.meta)
-	k := q.keys
-	res, err := scriptEnqueue.Run(ctx, q.rdb,
-		[]string{k.jobs, k.wait, k.delayed, k.marker, k.counter},
-		o.id, payload, o.name, o.maxAttempts, ceilMicros(o.delay), meta).Slice()
-	if err != nil {
-		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
-	}
-	if code, _ := res[0].(int64); code == 0 {
-		return "", fmt.Errorf("%w (queue %q, ID %q)", ErrJobExists, q.name, o.id)
-	}
-	return o.id, nil
-}
-
-// newID returns a random 128-bit ID in unpadded base64url: 22 characters
-// (hex would take 32), which matters because an ID is stored twice per
-// waiting job, as the jobs hash field and as the delayed-set member.
-func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// ceilMicros rounds d, clamped to [0, MaxDelay], up to whole microseconds,
-// the unit delays are sent to the scripts in.
-func ceilMicros(d time.Duration) int64 {
-	d = clampDelay(d)
-	us := int64(d / time.Microsecond)
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return us
-}
-
-func parseInt(v any) int64 {
-	switch x := v.(type) {
-	case int64:
-		return x
-	case string:
-		if x == "" {
-			return 0 // an unset field: no error to build and drop
-		}
-		n, _ := strconv.ParseInt(x, 10, 64)
-		return n
-	}
-	return 0
-}
-
-// replyString reads a string from a script reply without fmt's reflection
-// for the common case: Redis bulk strings arrive as Go strings.
-func replyString(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
-}
-
-// MaxDelay is the longest delay the queue schedules: 100 years of 365
-// days. A longer one, from [WithDelay] or a retry (the policy's delay or a
-// [backoff.RetryAfter] hint, up to the largest time.Duration), is clamped
-// to it: the job waits MaxDelay, never less, and never runs at once by
-// overflow. Within it every fire time is kept to the millisecond (see the
-// package doc's Keys).
-const MaxDelay = 100 * 365 * 24 * time.Hour
-
-// clampDelay bounds d to [0, MaxDelay].
-func clampDelay(d time.Duration) time.Duration {
-	return min(max(d, 0), MaxDelay)
-}

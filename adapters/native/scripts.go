@@ -2,104 +2,66 @@ package native
 
 import (
 	"embed"
-	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed lua/*.lua
+// The scripts and the helpers they share. Each script is one file of lua/
+// with one purpose; each helper is one file of lua/lib/, a local function
+// that touches no key of its own (every key comes from the script's KEYS).
+// A script names the helpers it uses in an include line of its leading
+// comment,
+//
+//	-- include: num now_us wake
+//
+// in an order where each comes after the helpers it calls, and is loaded
+// with exactly those in front of it: a script runs its whole text on every
+// call, so every helper it carries is a closure Redis builds again each
+// time.
+//
+//go:embed lua/*.lua lua/lib/*.lua
 var luaFiles embed.FS
 
-// libFunc is one helper of lua/lib.lua: its name and its source (the
-// comment above it included).
-type libFunc struct {
-	name string
-	src  string
-}
-
-var libFuncHead = regexp.MustCompile(`(?m)^local function ([A-Za-z_][A-Za-z0-9_]*)\(`)
-
-// libFuncs splits lua/lib.lua into its helpers, in file order. Each helper
-// runs from the end of the previous one (its own leading comment) to the
-// start of the next one's comment.
-func libFuncs(lib string) []libFunc {
-	heads := libFuncHead.FindAllStringSubmatchIndex(lib, -1)
-	funcs := make([]libFunc, len(heads))
-	start := 0
-	for i, h := range heads {
-		end := len(lib)
-		if i+1 < len(heads) {
-			// The next helper's comment belongs to it: cut at the blank
-			// line before it.
-			next := heads[i+1][0]
-			if cut := strings.LastIndex(lib[:next], "\n\n"); cut > h[0] {
-				end = cut + 1
-			} else {
-				end = next
-			}
+// includes returns the helper names of body's include line.
+func includes(body string) []string {
+	for line := range strings.Lines(body) {
+		if !strings.HasPrefix(line, "--") {
+			break // past the leading comment
 		}
-		funcs[i] = libFunc{name: lib[h[2]:h[3]], src: lib[start:end]}
-		start = end
-	}
-	return funcs
-}
-
-// usesName reports whether Lua source src calls the helper name.
-func usesName(src, name string) bool {
-	return regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\(`).MatchString(src)
-}
-
-// withHelpers puts in front of body only the helpers of lib it needs
-// (directly or through another helper), in lib's order. A script runs its
-// whole text on every call, so every helper it carries is a closure Redis
-// builds again each time: carrying only the ones used keeps each call cheap.
-func withHelpers(lib, body string) string {
-	funcs := libFuncs(lib)
-	need := make([]bool, len(funcs))
-	// Helpers only call helpers defined before them, so one pass from the
-	// last to the first finds every one needed.
-	for i := len(funcs) - 1; i >= 0; i-- {
-		if usesName(body, funcs[i].name) {
-			need[i] = true
-			continue
-		}
-		for j := i + 1; j < len(funcs); j++ {
-			if need[j] && usesName(funcs[j].src, funcs[i].name) {
-				need[i] = true
-				break
-			}
+		if names, ok := strings.CutPrefix(line, "-- include:"); ok {
+			return strings.Fields(names)
 		}
 	}
+	return nil
+}
+
+// scriptSource is the text of the script NAME as sent to Redis: the
+// helpers its include line names, in that order, then its body.
+func scriptSource(name string) string {
+	body := mustRead("lua/" + name + ".lua")
 	var b strings.Builder
-	for i, f := range funcs {
-		if need[i] {
-			b.WriteString(f.src)
-		}
+	for _, h := range includes(body) {
+		b.WriteString(mustRead("lua/lib/" + h + ".lua"))
+		b.WriteString("\n")
 	}
-	b.WriteString("\n")
 	b.WriteString(body)
 	return b.String()
 }
 
-// script loads lua/NAME.lua with the shared helpers it uses in front of
-// it. The result is run by SHA (EVALSHA, falling back to EVAL once per
-// server).
-func script(name string) *redis.Script {
-	return redis.NewScript(scriptSource(name))
+// mustRead reads an embedded file; a missing one is a bug in this package.
+func mustRead(path string) string {
+	b, err := luaFiles.ReadFile(path)
+	if err != nil {
+		panic("native: embedded " + path + " missing: " + err.Error())
+	}
+	return string(b)
 }
 
-// scriptSource is the text of the script NAME as sent to Redis.
-func scriptSource(name string) string {
-	lib, err := luaFiles.ReadFile("lua/lib.lua")
-	if err != nil {
-		panic("native: embedded lua/lib.lua missing: " + err.Error())
-	}
-	body, err := luaFiles.ReadFile("lua/" + name + ".lua")
-	if err != nil {
-		panic("native: embedded lua/" + name + ".lua missing: " + err.Error())
-	}
-	return withHelpers(string(lib), string(body))
+// script loads the script NAME, run by SHA (EVALSHA, falling back to EVAL
+// once per server).
+func script(name string) *redis.Script {
+	return redis.NewScript(scriptSource(name))
 }
 
 // The scripts, one purpose each. Every key they touch is passed in KEYS.

@@ -10,6 +10,8 @@
 -- Returns one reply per job, in order: {1, finished_ms}; {0} already
 -- completed with this token; {-1} the lease is not the caller's (stale
 -- worker); {-2} unknown job.
+--
+-- include: num now_us rec_head claim rec_ended trim_finished batch_read
 local now = math.floor(now_us() / 1000)
 local snow = num(now)
 local out = {}

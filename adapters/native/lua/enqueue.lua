@@ -4,6 +4,8 @@
 --       5 delay (microseconds), 6 metadata (packed by the host, "" for none)
 -- Returns {0} when the ID is taken, {1, created_ms} when waiting,
 -- {2, fire_ms} when delayed.
+--
+-- include: num now_us fire_ms wake delayed_score schedule rec_encode
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
   return {0}
 end

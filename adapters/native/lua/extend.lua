@@ -2,6 +2,8 @@
 -- KEYS: 1 active, 2 jobs
 -- ARGV: 1 lease ms, then pairs of id and token
 -- Returns one flag per pair: 1 renewed, 0 lost.
+--
+-- include: num now_us
 local now = math.floor(now_us() / 1000)
 local deadline = num(now + tonumber(ARGV[1]))
 local ids = {}

@@ -15,6 +15,8 @@
 -- {2, attempts, finished_ms} failed; {0} already finished with this token;
 -- {-1} stale lease; {-2} unknown job; {-3} reclaim refused, the lease is
 -- still live.
+--
+-- include: num now_us fire_ms wake delayed_score schedule_all rec_head claim rec_ended trim_finished batch_read
 local us = now_us()
 local now = math.floor(us / 1000)
 local snow = num(now)

@@ -6,6 +6,8 @@
 -- ARGV: 1 most jobs to list
 -- Returns {id1, token1, record1, id2, ...} (token and record "" for an
 -- unknown job or an unreadable record).
+--
+-- include: num now_us
 local now = math.floor(now_us() / 1000)
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', num(now), 'LIMIT', 0, tonumber(ARGV[1]))
 local out = {}

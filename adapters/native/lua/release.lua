@@ -10,6 +10,8 @@
 -- Returns one reply per job, in order: {1, now_ms} put back; {0} already
 -- ended with this token; {-1} the lease is not the caller's (stale
 -- worker); {-2} unknown job.
+--
+-- include: num now_us wake rec_head claim rec_ended batch_read
 local now = math.floor(now_us() / 1000)
 local snow = num(now)
 local out = {}

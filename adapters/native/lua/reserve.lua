@@ -8,6 +8,8 @@
 -- Returns {now_us, next_due_ms (-1: none delayed; -2: not looked up, the
 -- batch was full), id1, token1, record1, id2, ...}; a record's attempts
 -- count includes the attempt just started.
+--
+-- include: num now_us promote_due next_due wake
 local us = now_us()
 local now = math.floor(us / 1000)
 promote_due(KEYS[3], KEYS[7], now)

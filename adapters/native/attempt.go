@@ -1,0 +1,148 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/rebound-go/rebound/internal/safe"
+	"github.com/rebound-go/rebound/observe"
+)
+
+// runningJob is one attempt this worker holds the lease of, from its
+// reservation until its end is stored and reported.
+type runningJob struct {
+	id    string
+	token string
+	job   *Job
+	// Set by run, under Worker.mu, once the attempt has started: the
+	// handler's cancel, and the context and attempt the observer was told
+	// of (its end is reported with them).
+	cancel  context.CancelCauseFunc
+	ctx     context.Context
+	attempt observe.Attempt
+	// meta is the metadata as packed once the observer was told the
+	// attempt started, for an attempt ended without its handler (timed
+	// out) while the handler may still be writing Metadata; keepMeta when
+	// not taken.
+	meta string
+	// ended is set by whoever ends the attempt, once: from then on the
+	// lease is released by that end, and a renewal that finds it gone has
+	// not lost it.
+	ended atomic.Bool
+	// lost is set once the lease is known to be gone (reclaimed): the
+	// attempt's end was stored and reported by the reclaim, and the loss
+	// reported to the error handler once.
+	lost atomic.Bool
+}
+
+// run runs one attempt and stores its outcome.
+func (w *Worker) run(rj *runningJob) {
+	j := rj.job
+	// The handler's context hangs off no parent (a child of hardCtx would
+	// register with it, under its lock, once per job); stopHandlers cancels
+	// it instead, and a job that starts after that is cancelled here.
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	hctx := ctx // the handler's: ctx, with the attempt's deadline if any
+	if w.timeout > 0 {
+		var cancelDeadline context.CancelFunc
+		hctx, cancelDeadline = context.WithTimeoutCause(ctx, w.timeout, w.errTimeout)
+		defer cancelDeadline()
+	}
+	a := observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
+		Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
+	octx := w.notify.Started(hctx, a)
+	rj.meta = keepMeta
+	if w.timeout > 0 && w.notify.Observer != nil {
+		// What the observer wrote, kept should the attempt time out.
+		rj.meta = encodeMeta(j.Metadata)
+	}
+	w.mu.Lock()
+	rj.cancel, rj.ctx, rj.attempt = cancel, octx, a
+	if w.hardCtx.Err() != nil {
+		cancel(context.Cause(w.hardCtx))
+	}
+	w.mu.Unlock()
+	if rj.ended.Load() {
+		// Shutdown put the job back before its handler started: the
+		// observer was told it started, so tell it how it ended.
+		w.notify.Ended(octx, a, interrupted(ErrShutdown, time.Now()))
+		return
+	}
+	if w.timeout > 0 {
+		// At the deadline the attempt has failed, returned or not.
+		stop := context.AfterFunc(hctx, func() {
+			if errors.Is(context.Cause(hctx), ErrTimeout) {
+				w.timedOut(rj)
+			}
+		})
+		defer stop()
+	}
+
+	var err error
+	if !rj.lost.Load() {
+		err = w.call(octx, j)
+	}
+	if !rj.ended.CompareAndSwap(false, true) {
+		return // ended without the handler: timed out, or Shutdown's deadline passed
+	}
+	if w.timeout > 0 && errors.Is(context.Cause(hctx), ErrTimeout) {
+		err = w.errTimeout // returned at its deadline, whatever it returned
+	}
+	if w.abandoned.Load() || rj.lost.Load() {
+		// A crash stores nothing; a lost lease's attempt was ended, stored
+		// and reported by the reclaim that took it.
+		w.letGo(rj, true)
+		return
+	}
+	meta := encodeMeta(j.Metadata)
+	if meta == j.storedMeta {
+		// Unchanged: the scripts then rewrite only what leads the record.
+		meta = keepMeta
+	}
+	if err == nil {
+		w.store(rj, scriptComplete, w.completeKeys(), w.completeArgs(j.ID, rj.token, meta), observe.Result{})
+		return
+	}
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		// Cut short by Shutdown: the job goes back, this run uncounted.
+		w.store(rj, scriptRelease, w.q.keys.releaseKeys, []any{j.ID, rj.token, meta}, interrupted(err, time.Time{}))
+		return
+	}
+	d := w.decide(j, err)
+	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(err), meta, false),
+		observe.Result{Err: err, Decision: d})
+}
+
+// call runs the handler, turning a panic into a failed attempt.
+func (w *Worker) call(ctx context.Context, j *Job) error {
+	err, perr := safe.Value("handler", nil, func() error { return w.handler(ctx, j) })
+	if perr != nil {
+		return perr
+	}
+	return err
+}
+
+// timedOut ends rj's attempt at its deadline, unless its handler ended it
+// first: the attempt failed with the worker's timeout error. The handler
+// may still be running, so its Job is read for nothing it may change: the
+// metadata stored is the one packed when the attempt started.
+func (w *Worker) timedOut(rj *runningJob) {
+	if !rj.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if w.abandoned.Load() || rj.lost.Load() {
+		w.letGo(rj, true)
+		return
+	}
+	j := rj.job
+	meta := rj.meta
+	if meta == j.storedMeta {
+		meta = keepMeta
+	}
+	d := w.decide(j, w.errTimeout)
+	w.store(rj, scriptFail, w.failKeys(), w.failArgs(j.ID, rj.token, d, j.MaxAttempts, errorText(w.errTimeout), meta, false),
+		observe.Result{Err: w.errTimeout, Decision: d})
+}

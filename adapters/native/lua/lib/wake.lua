@@ -1,0 +1,4 @@
+-- Wakes one idle worker blocked on the marker.
+local function wake(marker_key)
+  redis.call('ZADD', marker_key, 0, 'w')
+end
