@@ -79,12 +79,6 @@ type StoredJob struct {
 	Metadata map[string]string
 }
 
-// JobInfo is the former name of StoredJob.
-//
-// Deprecated: use StoredJob; the name stays only until internal/ui (the
-// rebound ui command) has moved to it.
-type JobInfo = StoredJob
-
 // Job returns the stored state of the job with the given ID, read in one
 // transaction, or an error wrapping [ErrNotFound].
 func (q *Queue) Job(ctx context.Context, id string) (StoredJob, error) {

@@ -426,19 +426,19 @@ func TestUIBrowserQueue(t *testing.T) {
 // fakeQueue is a queue with every optional feature, for the page's actions.
 type fakeQueue struct {
 	mu     sync.Mutex
-	jobs   map[string]native.JobInfo
+	jobs   map[string]native.StoredJob
 	paused bool
 	calls  []string
 }
 
 func newFakeQueue() *fakeQueue {
 	now := time.Now()
-	f := &fakeQueue{jobs: map[string]native.JobInfo{}}
+	f := &fakeQueue{jobs: map[string]native.StoredJob{}}
 	for i, fire := range []time.Duration{20 * time.Second, 3 * time.Minute} {
 		id := fmt.Sprintf("delayed-%d", i+1)
-		f.jobs[id] = native.JobInfo{ID: id, State: native.StateDelayed, Attempts: i + 1, NextFireAt: now.Add(fire), LastError: "dial tcp 10.0.0.7:25: connection refused", CreatedAt: now.Add(-time.Minute)}
+		f.jobs[id] = native.StoredJob{ID: id, State: native.StateDelayed, Attempts: i + 1, NextFireAt: now.Add(fire), LastError: "dial tcp 10.0.0.7:25: connection refused", CreatedAt: now.Add(-time.Minute)}
 	}
-	f.jobs["failed-1"] = native.JobInfo{ID: "failed-1", State: native.StateFailed, Attempts: 5, MaxAttempts: 5, LastError: "smtp: 550 mailbox unavailable", FinishedAt: now.Add(-2 * time.Minute)}
+	f.jobs["failed-1"] = native.StoredJob{ID: "failed-1", State: native.StateFailed, Attempts: 5, MaxAttempts: 5, LastError: "smtp: 550 mailbox unavailable", FinishedAt: now.Add(-2 * time.Minute)}
 	return f
 }
 
@@ -461,7 +461,7 @@ func (f *fakeQueue) Counts(context.Context) (native.Counts, error) {
 	return c, nil
 }
 
-func (f *fakeQueue) Job(_ context.Context, id string) (native.JobInfo, error) {
+func (f *fakeQueue) Job(_ context.Context, id string) (native.StoredJob, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	j, ok := f.jobs[id]
@@ -471,16 +471,16 @@ func (f *fakeQueue) Job(_ context.Context, id string) (native.JobInfo, error) {
 	return j, nil
 }
 
-func (f *fakeQueue) Jobs(_ context.Context, st native.State, limit int) ([]native.JobInfo, error) {
+func (f *fakeQueue) Jobs(_ context.Context, st native.State, limit int) ([]native.StoredJob, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []native.JobInfo
+	var out []native.StoredJob
 	for _, j := range f.jobs {
 		if j.State == st {
 			out = append(out, j)
 		}
 	}
-	slices.SortFunc(out, func(a, b native.JobInfo) int { return a.NextFireAt.Compare(b.NextFireAt) })
+	slices.SortFunc(out, func(a, b native.StoredJob) int { return a.NextFireAt.Compare(b.NextFireAt) })
 	return out[:min(limit, len(out))], nil
 }
 

@@ -19,7 +19,7 @@ import (
 type Queue interface {
 	Name() string
 	Counts(ctx context.Context) (native.Counts, error)
-	Job(ctx context.Context, id string) (native.JobInfo, error)
+	Job(ctx context.Context, id string) (native.StoredJob, error)
 }
 
 // The interfaces below are the queue view's extension points. A [Queue]
@@ -34,7 +34,7 @@ type JobLister interface {
 	// Jobs returns at most limit jobs in state: delayed jobs soonest first,
 	// failed and completed jobs latest first, waiting jobs in the order they
 	// will run, active jobs by lease deadline.
-	Jobs(ctx context.Context, state native.State, limit int) ([]native.JobInfo, error)
+	Jobs(ctx context.Context, state native.State, limit int) ([]native.StoredJob, error)
 }
 
 // Retrier is implemented by a queue that sends a failed job back to run
@@ -142,7 +142,7 @@ type jobJSON struct {
 // payloadPreview is how much of a payload the page shows.
 const payloadPreview = 4 << 10
 
-func toJobJSON(queue string, j native.JobInfo) jobJSON {
+func toJobJSON(queue string, j native.StoredJob) jobJSON {
 	ms := func(t time.Time) int64 {
 		if t.IsZero() {
 			return 0

@@ -390,14 +390,14 @@ func TestShellQuote(t *testing.T) {
 type fakeQueue struct {
 	name   string
 	mu     sync.Mutex
-	jobs   map[string]native.JobInfo
+	jobs   map[string]native.StoredJob
 	paused bool
 	log    []string
 	err    error // returned by Counts
 }
 
 func newFakeQueue(name string) *fakeQueue {
-	return &fakeQueue{name: name, jobs: map[string]native.JobInfo{
+	return &fakeQueue{name: name, jobs: map[string]native.StoredJob{
 		"d1": {ID: "d1", State: native.StateDelayed, Attempts: 2, NextFireAt: time.UnixMilli(1_700_000_060_000)},
 		"f1": {ID: "f1", State: native.StateFailed, Attempts: 5, LastError: "boom"},
 	}}
@@ -422,7 +422,7 @@ func (q *fakeQueue) Counts(context.Context) (native.Counts, error) {
 	return c, q.err
 }
 
-func (q *fakeQueue) Job(_ context.Context, id string) (native.JobInfo, error) {
+func (q *fakeQueue) Job(_ context.Context, id string) (native.StoredJob, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	j, ok := q.jobs[id]
@@ -432,10 +432,10 @@ func (q *fakeQueue) Job(_ context.Context, id string) (native.JobInfo, error) {
 	return j, nil
 }
 
-func (q *fakeQueue) Jobs(_ context.Context, st native.State, limit int) ([]native.JobInfo, error) {
+func (q *fakeQueue) Jobs(_ context.Context, st native.State, limit int) ([]native.StoredJob, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	var out []native.JobInfo
+	var out []native.StoredJob
 	for _, j := range q.jobs {
 		if j.State == st {
 			out = append(out, j)
@@ -481,7 +481,7 @@ func (c countsOnly) Name() string { return c.q.Name() }
 func (c countsOnly) Counts(ctx context.Context) (native.Counts, error) {
 	return c.q.Counts(ctx)
 }
-func (c countsOnly) Job(ctx context.Context, id string) (native.JobInfo, error) {
+func (c countsOnly) Job(ctx context.Context, id string) (native.StoredJob, error) {
 	return c.q.Job(ctx, id)
 }
 
@@ -548,8 +548,8 @@ func TestActions(t *testing.T) {
 func TestJobLookupAndList(t *testing.T) {
 	q := newFakeQueue("emails")
 	long := strings.Repeat("é", payloadPreview) // 2 bytes a character
-	q.jobs["big"] = native.JobInfo{ID: "big", State: native.StateWaiting, Payload: []byte(long), Metadata: map[string]string{"traceparent": "00-x"}}
-	q.jobs["bin"] = native.JobInfo{ID: "bin", State: native.StateWaiting, Payload: []byte{0xff, 0x00, 0xfe}}
+	q.jobs["big"] = native.StoredJob{ID: "big", State: native.StateWaiting, Payload: []byte(long), Metadata: map[string]string{"traceparent": "00-x"}}
+	q.jobs["bin"] = native.StoredJob{ID: "bin", State: native.StateWaiting, Payload: []byte{0xff, 0x00, 0xfe}}
 	s := newServer(t, Config{Queues: []Queue{q}})
 
 	j := decode[jobJSON](t, get(s, "/api/job?queue=emails&id=big"))
@@ -646,7 +646,7 @@ func TestEventStream(t *testing.T) {
 	}
 	// The stream follows the queue.
 	ok.mu.Lock()
-	ok.jobs["w1"] = native.JobInfo{ID: "w1", State: native.StateWaiting}
+	ok.jobs["w1"] = native.StoredJob{ID: "w1", State: native.StateWaiting}
 	ok.mu.Unlock()
 	deadline := time.After(10 * time.Second)
 	for {
