@@ -158,6 +158,8 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 	defer b.StartTimer()
 	ctx := context.Background()
 	rdb := privateRedis(b)
+	trace := tracePath(b, rdb)
+	delayRoundTrips(b, rdb)
 	q, err := native.NewQueue(rdb, "throughput")
 	if err != nil {
 		b.Fatal(err)
@@ -190,6 +192,7 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 	}
 	waitDone(b, done, &ok)
 	r := clock.stop(b)
+	trace.log(b, throughputJobs)
 	b.StopTimer()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -202,6 +205,7 @@ func benchThroughputAsynq(b *testing.B, concurrency int, delay time.Duration) th
 	defer b.StartTimer()
 	ctx := context.Background()
 	rdb := privateRedis(b)
+	delayRoundTrips(b, rdb)
 	const queue = "throughput"
 	client := asynq.NewClientFromRedisClient(rdb)
 	if err := parallel(throughputJobs, 32, func(int) error {
