@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// commandStatsEnv, set to 1, makes the throughput rounds log the Redis
+// commandStatsEnv, set to 1, makes the throughput and enqueue rounds log the Redis
 // commands they cost per job (INFO commandstats, before and after): calls
 // and server microseconds per job for each command, the commands scripts
 // run included (Redis counts them under their own names as well as under

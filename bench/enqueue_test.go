@@ -85,6 +85,7 @@ func BenchmarkEnqueue(b *testing.B) {
 // both sides spent on it.
 func timeEnqueue(b *testing.B, rdb *redis.Client, add func() error) enqueueRound {
 	b.Helper()
+	stats0 := readCommandStats(b, rdb)
 	redis0, cpu0 := redisCPUSeconds(b, rdb), processCPUSeconds()
 	start := time.Now()
 	if err := add(); err != nil {
@@ -92,6 +93,7 @@ func timeEnqueue(b *testing.B, rdb *redis.Client, add func() error) enqueueRound
 	}
 	elapsed := time.Since(start)
 	n := float64(enqueueJobs)
+	defer logCommandStats(b, stats0, readCommandStats(b, rdb), enqueueJobs)
 	return enqueueRound{
 		jobsPerSec:     n / elapsed.Seconds(),
 		redisUsPerJob:  (redisCPUSeconds(b, rdb) - redis0) * 1e6 / n,
