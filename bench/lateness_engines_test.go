@@ -105,10 +105,20 @@ func (r *latenessRecorder) wait(b *testing.B, timeout time.Duration) {
 // BenchmarkNativeRetryLateness computes them.
 func (r *latenessRecorder) report(b *testing.B) {
 	late := make([]time.Duration, len(r.ended))
-	early := 0
 	for i := range late {
 		late[i] = r.started[i].Sub(r.ended[i]) - latenessDelay
-		if late[i] < 0 {
+	}
+	reportLateness(b, late)
+}
+
+// reportLateness prints late-p50-ms, late-p99-ms, late-max-ms and early of
+// the lateness of each retry (its start less the end of the failed attempt
+// and the delay), computed as BenchmarkNativeRetryLateness computes them.
+func reportLateness(b *testing.B, late []time.Duration) {
+	late = slices.Clone(late)
+	early := 0
+	for _, l := range late {
+		if l < 0 {
 			early++
 		}
 	}
@@ -185,6 +195,9 @@ func (r *latenessRecorder) produce(b *testing.B, load latenessLoad, enqueue func
 //   - river/<poll>/<load>: River on the real PostgreSQL with its default
 //     fetch settings (FetchPollInterval 1s, FetchCooldown 100ms) or both at
 //     50ms. River also runs a quiet load (see riverQuiet).
+//   - bullmq/<load>: BullMQ (attempts 2, backoff fixed) on a private
+//     redis-server, through bench/bullmq/bench.js on Node, which runs the
+//     same producer schedule itself (one addBulk per 5ms tick).
 //
 // Jobs reach the engines from a producer on the schedule of the native
 // benchmark's first runs (see arrive).
@@ -215,5 +228,12 @@ func BenchmarkLateness(b *testing.B) {
 				}
 			})
 		}
+	}
+	for _, load := range latenessLoads {
+		b.Run("bullmq/"+load.name, func(b *testing.B) {
+			for b.Loop() {
+				benchLatenessBullMQ(b, load)
+			}
+		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // memoryJobs is how many jobs wait for their retry in each memory run.
-const memoryJobs = 20_000
+var memoryJobs = scaled(20_000)
 
 // memoryPayloads are the payloads compared, the same on both engines: one
 // under Redis's default hash-max-listpack-value (64 bytes), under which a
@@ -31,8 +31,11 @@ var errDependencyDown = errors.New("dependency down")
 // BenchmarkMemory measures the Redis bytes one job costs while it waits for
 // its retry: memoryJobs jobs with the same payload fail once with the same
 // error and wait an hour, on a private redis-server, and the used_memory
-// delta, less client connection buffers, is divided by the job count. Both engines use their default job
-// IDs. GB/10M extrapolates linearly to ten million waiting retries.
+// delta, less client connection buffers, is divided by the job count. Every
+// engine uses its default job IDs. BullMQ stores the failed attempt's stack
+// trace with the job: bullmq is its default, bullmq-no-stack the jobs'
+// stackTraceLimit set to 0. GB/10M extrapolates linearly to ten million
+// waiting retries.
 func BenchmarkMemory(b *testing.B) {
 	for _, p := range memoryPayloads {
 		b.Run(p.name+"/native", func(b *testing.B) {
@@ -43,6 +46,16 @@ func BenchmarkMemory(b *testing.B) {
 		b.Run(p.name+"/asynq", func(b *testing.B) {
 			for b.Loop() {
 				benchMemoryAsynq(b, p.data)
+			}
+		})
+		b.Run(p.name+"/bullmq", func(b *testing.B) {
+			for b.Loop() {
+				benchMemoryBullMQ(b, p.data, -1)
+			}
+		})
+		b.Run(p.name+"/bullmq-no-stack", func(b *testing.B) {
+			for b.Loop() {
+				benchMemoryBullMQ(b, p.data, 0)
 			}
 		})
 	}
@@ -58,10 +71,10 @@ func dataMemory(b *testing.B, c *redis.Client) float64 {
 }
 
 func reportMemory(b *testing.B, before, after float64) {
-	per := (after - before) / memoryJobs
+	per := (after - before) / float64(memoryJobs)
 	b.ReportMetric(per, "bytes/job")
 	b.ReportMetric(per*10e6/1e9, "GB/10M")
-	b.ReportMetric(memoryJobs, "jobs")
+	b.ReportMetric(float64(memoryJobs), "jobs")
 }
 
 func benchMemoryNative(b *testing.B, payload []byte) {
@@ -90,7 +103,7 @@ func benchMemoryNative(b *testing.B, payload []byte) {
 	}
 	waitFor(b, 2*time.Minute, "native jobs waiting for retry", func() (bool, error) {
 		c, err := q.Counts(ctx)
-		return c.Delayed == memoryJobs, err
+		return c.Delayed == int64(memoryJobs), err
 	})
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

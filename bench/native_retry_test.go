@@ -41,6 +41,7 @@ func nativeRedis(b *testing.B) *redis.Client {
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	_ = l.Close()
 	cmd := exec.Command(bin, "--port", port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--loglevel", "warning")
+	dieWithBench(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("start redis-server: %v", err)
 	}

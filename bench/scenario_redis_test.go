@@ -39,6 +39,7 @@ func privateRedis(b *testing.B) *redis.Client {
 	_ = l.Close()
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning")
+	dieWithBench(cmd)
 	if err := cmd.Start(); err != nil {
 		b.Fatalf("start redis-server: %v", err)
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // throughputJobs is how many jobs each throughput round pushes through.
-const throughputJobs = 20_000
+var throughputJobs = scaled(20_000)
 
 // throughputConcurrency is the number of handlers River's reference row
 // runs with, the first of throughputLevels.
@@ -25,44 +25,64 @@ const throughputConcurrency = 20
 // compared at: a small pool, and a large one where batching pays more.
 var throughputLevels = []int{throughputConcurrency, 100}
 
+// throughputDelays are the retry delays compared: zero, where the figure
+// is the engine's own path, and a real one, where the retry waits in the
+// engine's delayed set and its promotion and wake-ups count.
+var throughputDelays = []time.Duration{0, 50 * time.Millisecond}
+
 // throughputRounds is how many rounds each Redis engine runs per
 // benchmark iteration; the figures are their medians (one round swings by
 // 10% or more on a shared 2-core machine).
-const throughputRounds = 3
+var throughputRounds = rounds(3)
 
 // A throughputRound is one round's figures.
 type throughputRound struct {
 	jobsPerSec     float64
 	redisUsPerJob  float64 // Redis server CPU (user+sys) per job, microseconds
-	workerUsPerJob float64 // this process's CPU per job, microseconds
+	workerUsPerJob float64 // the worker process's CPU per job, microseconds
+}
+
+// throughputEngines are the engines compared on a private redis-server,
+// each with one round at a handler count and a retry delay.
+var throughputEngines = []struct {
+	name  string
+	round func(b *testing.B, concurrency int, delay time.Duration) throughputRound
+}{
+	{"native", benchThroughputNative},
+	{"asynq", benchThroughputAsynq},
+	{"bullmq", benchThroughputBullMQ},
 }
 
 // BenchmarkThroughput measures jobs per second end to end where every job
-// fails once and succeeds on its retry (2 runs per job), with a zero retry
-// delay, so the figure is the engine's own path: enqueue is outside the
-// timed part, the clock runs from the worker's start to the last job's
-// success. The native path and asynq each get a fresh private redis-server
-// per round (see privateRedis), so that neither inherits the other's keys
-// and nothing else on a shared server counts; they run at each of
+// fails once and succeeds on its retry (2 runs per job), with each of
+// throughputDelays as the retry delay: enqueue is outside the timed part,
+// the clock runs from the worker's start to the last job's success. The
+// native path, asynq and BullMQ each get a fresh private redis-server per
+// round (see privateRedis), so that none inherits another's keys and
+// nothing else on a shared server counts; they run at each of
 // throughputLevels handlers, throughputRounds rounds each, and report the
 // medians of jobs/s, of the Redis server's CPU per job (INFO cpu, before
-// and after) and of this process's CPU per job. River (for reference)
-// runs once on the real PostgreSQL at 20 handlers, tuned as
-// benchThroughputRiver says. asynq promotes retries every
-// DelayedTaskCheckInterval; it is set to 100ms (default 5s) so the
-// interval does not dominate.
+// and after) and of the worker process's CPU per job. Rows are named
+// c<handlers>/<engine> at a zero delay and c<handlers>-<delay>/<engine>
+// otherwise. River (for reference) runs once on the real PostgreSQL at 20
+// handlers and a zero delay, tuned as benchThroughputRiver says. asynq
+// promotes retries every DelayedTaskCheckInterval; it is set to 100ms
+// (default 5s) so the interval does not dominate.
 func BenchmarkThroughput(b *testing.B) {
-	for _, c := range throughputLevels {
-		b.Run(fmt.Sprintf("c%d/native", c), func(b *testing.B) {
-			for b.Loop() {
-				reportThroughput(b, c, benchThroughputNative)
+	for _, d := range throughputDelays {
+		for _, c := range throughputLevels {
+			group := fmt.Sprintf("c%d", c)
+			if d > 0 {
+				group += "-" + d.String()
 			}
-		})
-		b.Run(fmt.Sprintf("c%d/asynq", c), func(b *testing.B) {
-			for b.Loop() {
-				reportThroughput(b, c, benchThroughputAsynq)
+			for _, e := range throughputEngines {
+				b.Run(group+"/"+e.name, func(b *testing.B) {
+					for b.Loop() {
+						reportThroughput(b, c, d, e.round)
+					}
+				})
 			}
-		})
+		}
 	}
 	b.Run(fmt.Sprintf("c%d/river", throughputConcurrency), func(b *testing.B) {
 		for b.Loop() {
@@ -73,10 +93,10 @@ func BenchmarkThroughput(b *testing.B) {
 
 // reportThroughput runs throughputRounds rounds of one engine and reports
 // the medians of their figures.
-func reportThroughput(b *testing.B, concurrency int, round func(*testing.B, int) throughputRound) {
+func reportThroughput(b *testing.B, concurrency int, delay time.Duration, round func(*testing.B, int, time.Duration) throughputRound) {
 	var jobs, redisUs, workerUs []float64
 	for range throughputRounds {
-		r := round(b, concurrency)
+		r := round(b, concurrency, delay)
 		jobs = append(jobs, r.jobsPerSec)
 		redisUs = append(redisUs, r.redisUsPerJob)
 		workerUs = append(workerUs, r.workerUsPerJob)
@@ -84,7 +104,7 @@ func reportThroughput(b *testing.B, concurrency int, round func(*testing.B, int)
 	b.ReportMetric(median(jobs), "jobs/s")
 	b.ReportMetric(median(redisUs), "redis-us/job")
 	b.ReportMetric(median(workerUs), "worker-us/job")
-	b.ReportMetric(throughputRounds, "rounds")
+	b.ReportMetric(float64(throughputRounds), "rounds")
 }
 
 func median(xs []float64) float64 {
@@ -100,22 +120,25 @@ func median(xs []float64) float64 {
 type throughputClock struct {
 	rdb          *redis.Client
 	redis0, cpu0 float64
+	stats0       commandStats
 	start        time.Time
 }
 
 func startThroughputClock(b *testing.B, rdb *redis.Client) *throughputClock {
-	c := &throughputClock{rdb: rdb, redis0: redisCPUSeconds(b, rdb), cpu0: processCPUSeconds()}
+	c := &throughputClock{rdb: rdb, stats0: readCommandStats(b, rdb), redis0: redisCPUSeconds(b, rdb), cpu0: processCPUSeconds()}
 	c.start = time.Now()
 	return c
 }
 
 func (c *throughputClock) stop(b *testing.B) throughputRound {
 	elapsed := time.Since(c.start)
-	return throughputRound{
-		jobsPerSec:     throughputJobs / elapsed.Seconds(),
-		redisUsPerJob:  (redisCPUSeconds(b, c.rdb) - c.redis0) * 1e6 / throughputJobs,
-		workerUsPerJob: (processCPUSeconds() - c.cpu0) * 1e6 / throughputJobs,
+	r := throughputRound{
+		jobsPerSec:     float64(throughputJobs) / elapsed.Seconds(),
+		redisUsPerJob:  (redisCPUSeconds(b, c.rdb) - c.redis0) * 1e6 / float64(throughputJobs),
+		workerUsPerJob: (processCPUSeconds() - c.cpu0) * 1e6 / float64(throughputJobs),
 	}
+	logCommandStats(b, c.stats0, readCommandStats(b, c.rdb), throughputJobs)
+	return r
 }
 
 // redisCPUSeconds is the server's used_cpu_user + used_cpu_sys.
@@ -130,11 +153,13 @@ func processCPUSeconds() float64 {
 	return float64(ns) / 1e9
 }
 
-func benchThroughputNative(b *testing.B, concurrency int) throughputRound {
+func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) throughputRound {
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
 	rdb := privateRedis(b)
+	trace := tracePath(b, rdb)
+	delayRoundTrips(b, rdb)
 	q, err := native.NewQueue(rdb, "throughput")
 	if err != nil {
 		b.Fatal(err)
@@ -147,12 +172,12 @@ func benchThroughputNative(b *testing.B, concurrency int) throughputRound {
 	}
 	var ok atomic.Int64
 	done := make(chan struct{})
-	_, rule := mustRule(b, "fixed(0s)", 2)
+	_, rule := mustRule(b, fmt.Sprintf("fixed(%s)", delay), 2)
 	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
 		if j.Attempt == 1 {
 			return errDependencyDown
 		}
-		if ok.Add(1) == throughputJobs {
+		if ok.Add(1) == int64(throughputJobs) {
 			close(done)
 		}
 		return nil
@@ -167,6 +192,7 @@ func benchThroughputNative(b *testing.B, concurrency int) throughputRound {
 	}
 	waitDone(b, done, &ok)
 	r := clock.stop(b)
+	trace.log(b, throughputJobs)
 	b.StopTimer()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -174,11 +200,12 @@ func benchThroughputNative(b *testing.B, concurrency int) throughputRound {
 	return r
 }
 
-func benchThroughputAsynq(b *testing.B, concurrency int) throughputRound {
+func benchThroughputAsynq(b *testing.B, concurrency int, delay time.Duration) throughputRound {
 	b.StopTimer()
 	defer b.StartTimer()
 	ctx := context.Background()
 	rdb := privateRedis(b)
+	delayRoundTrips(b, rdb)
 	const queue = "throughput"
 	client := asynq.NewClientFromRedisClient(rdb)
 	if err := parallel(throughputJobs, 32, func(int) error {
@@ -192,7 +219,7 @@ func benchThroughputAsynq(b *testing.B, concurrency int) throughputRound {
 	srv := asynq.NewServerFromRedisClient(rdb, asynq.Config{
 		Concurrency:              concurrency,
 		Queues:                   map[string]int{queue: 1},
-		RetryDelayFunc:           func(int, error, *asynq.Task) time.Duration { return 0 },
+		RetryDelayFunc:           func(int, error, *asynq.Task) time.Duration { return delay },
 		DelayedTaskCheckInterval: 100 * time.Millisecond,
 		LogLevel:                 asynq.ErrorLevel,
 	})
@@ -202,7 +229,7 @@ func benchThroughputAsynq(b *testing.B, concurrency int) throughputRound {
 		if n, _ := asynq.GetRetryCount(ctx); n == 0 {
 			return errDependencyDown
 		}
-		if ok.Add(1) == throughputJobs {
+		if ok.Add(1) == int64(throughputJobs) {
 			close(done)
 		}
 		return nil

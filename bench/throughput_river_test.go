@@ -35,7 +35,7 @@ func benchThroughputRiver(b *testing.B) {
 		if job.Attempt == 1 {
 			return errDependencyDown
 		}
-		if ok.Add(1) == throughputJobs {
+		if ok.Add(1) == int64(throughputJobs) {
 			close(done)
 		}
 		return nil
@@ -60,6 +60,6 @@ func benchThroughputRiver(b *testing.B) {
 	waitDone(b, done, &ok)
 	elapsed := time.Since(start)
 	b.StopTimer()
-	b.ReportMetric(throughputJobs/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(float64(throughputJobs)/elapsed.Seconds(), "jobs/s")
 	b.StartTimer()
 }

@@ -24,6 +24,9 @@ type machine struct {
 	Commit   string
 	Redis    server
 	Postgres server
+	// BullMQ is the BullMQ peer's version and Node's, or why it was not
+	// measured; empty when no section with BullMQ rows ran.
+	BullMQ string
 }
 
 // server is a database the benchmarks may use.

@@ -13,7 +13,17 @@
 // 127.0.0.1:5432/test) when they answer, and says in the file which ones did.
 // A section whose benchmarks do not exist, or skipped for want of a server,
 // is written as "not measured" with the reason; no number is ever carried
-// over from an earlier run. A full run takes a few minutes on 2 cores.
+// over from an earlier run. A full run takes about ten minutes on 2 cores;
+// -only picks sections (core, contention, or scenarios: lateness,
+// throughput, promotion, herd, memory, enqueue), -quick runs the throughput,
+// memory and enqueue scenarios at a tenth of their jobs and one round, to
+// check that they work.
+//
+// BullMQ, a peer in the lateness, throughput, memory and enqueue sections,
+// runs on Node from bench/bullmq, whose packages the report installs there
+// with npm ci from the committed lock file when they are missing. Without
+// node or npm, or when npm ci fails, the BullMQ rows say why they were not
+// measured.
 package main
 
 import (
@@ -26,9 +36,12 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rebound-go/rebound/bench/bullmq"
 )
 
 type options struct {
@@ -38,6 +51,7 @@ type options struct {
 	scenarioCount  int
 	contentionRuns int
 	only           string
+	quick          bool
 	timeout        time.Duration
 }
 
@@ -49,7 +63,8 @@ func main() {
 	flag.StringVar(&o.benchtime, "benchtime", "150ms", "-benchtime of each core micro-benchmark run")
 	flag.IntVar(&o.scenarioCount, "scenario-count", 1, "runs of each server scenario (lateness, throughput, herd, ...)")
 	flag.IntVar(&o.contentionRuns, "contention-runs", 100, "simulated runs averaged per contention point (the study used 100)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run (core, contention, scenarios); the others are written as not measured")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run: core, contention, scenarios (all of: "+strings.Join(scenarioAnchors(), ", ")+"), or any of those; the others are written as not measured")
+	flag.BoolVar(&o.quick, "quick", false, "run the throughput, memory and enqueue scenarios at a tenth of their jobs and one round: a check that they work, not figures to publish")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "-timeout of each go test run")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -68,20 +83,13 @@ func run(ctx context.Context, o options, args []string) error {
 	if err != nil {
 		return err
 	}
-	want := func(s string) bool {
-		if o.only == "" {
-			return true
-		}
-		for _, x := range strings.Split(o.only, ",") {
-			if strings.TrimSpace(x) == s {
-				return true
-			}
-		}
-		return false
+	want, err := parseOnly(o.only)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
 	m := detect(ctx, root)
-	rep := &report{machine: m, command: "go run ./bench/cmd/report" + quoteArgs(args), results: newResults()}
+	rep := &report{machine: m, command: "go run ./bench/cmd/report" + quoteArgs(args), results: newResults(), quick: o.quick}
 	rep.init()
 	abs := func(p string) string {
 		if filepath.IsAbs(p) {
@@ -92,19 +100,30 @@ func run(ctx context.Context, o options, args []string) error {
 
 	if want("core") {
 		cmd := goTest(coreBenchPattern, o.count, o.benchtime, o.timeout)
-		if err := rep.goTest(ctx, root, cmd, "core"); err != nil {
+		if err := rep.goTest(ctx, root, cmd, "core", nil); err != nil {
 			return err
 		}
 	} else {
 		rep.notRun["core"] = "not selected with -only"
 	}
-	if want("scenarios") {
-		cmd := goTest(scenarioPattern(), o.scenarioCount, "1x", o.timeout)
-		if err := rep.goTest(ctx, root, cmd, "scenarios"); err != nil {
+	var env []string
+	if o.quick {
+		env = append(env, quickEnv+"=1")
+	}
+	bullmqReady := false
+	for _, s := range scenarios {
+		if !want("scenarios") && !want(s.anchor) {
+			rep.notRun[s.anchor] = "not selected with -only"
+			continue
+		}
+		if s.bullmq && !bullmqReady {
+			bullmqReady = true
+			env = append(env, rep.prepareBullMQ(ctx, root)...)
+		}
+		cmd := goTest(scenarioPattern(s), o.scenarioCount, "1x", o.timeout)
+		if err := rep.goTest(ctx, root, cmd, s.anchor, env); err != nil {
 			return err
 		}
-	} else {
-		rep.notRun["scenarios"] = "not selected with -only"
 	}
 	if want("contention") {
 		fmt.Fprintf(os.Stderr, "report: simulating contention (%d runs per point)\n", o.contentionRuns)
@@ -151,14 +170,23 @@ func goTest(pattern string, count int, benchtime string, timeout time.Duration) 
 		"-count", strconv.Itoa(count), "-benchtime", benchtime, "-timeout", timeout.String(), "-v"}
 }
 
-// goTest runs one go test command in root, echoing its output to stderr,
-// and parses what it printed. A failing run is recorded, not fatal: its
-// sections say why they were not measured.
-func (r *report) goTest(ctx context.Context, root string, args []string, group string) error {
-	fmt.Fprintf(os.Stderr, "report: %s\n", shellJoin(args))
-	r.commands = append(r.commands, shellJoin(args))
+// goTest runs one go test command in root, with env added to the
+// environment, echoing its output to stderr, and parses what it printed. A
+// failing run is recorded, not fatal: its sections say why they were not
+// measured.
+func (r *report) goTest(ctx context.Context, root string, args []string, group string, env []string) error {
+	line := shellJoin(args)
+	for _, e := range slices.Backward(env) {
+		// The reason BullMQ cannot run is told in its rows, not here.
+		if !strings.HasPrefix(e, bullmq.UnavailableEnv+"=") {
+			line = shellQuote(e) + " " + line
+		}
+	}
+	fmt.Fprintf(os.Stderr, "report: %s\n", line)
+	r.commands = append(r.commands, line)
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	var out bytes.Buffer
 	cmd.Stdout = io.MultiWriter(&out, os.Stderr)
 	cmd.Stderr = io.MultiWriter(&out, os.Stderr)
@@ -170,12 +198,31 @@ func (r *report) goTest(ctx context.Context, root string, args []string, group s
 		return err
 	}
 	if runErr != nil {
-		r.runErrs[group] = fmt.Sprintf("`%s` failed: %v", shellJoin(args), runErr)
+		r.runErrs[group] = fmt.Sprintf("`%s` failed: %v", line, runErr)
 		if tail := lastLines(out.String(), 3); tail != "" {
 			r.runErrs[group] += " (" + tail + ")"
 		}
 	}
 	return nil
+}
+
+// parseOnly reads -only: an empty list selects every section, else each
+// name must be a run group (core, scenarios, contention) or a scenario's
+// anchor.
+func parseOnly(only string) (func(string) bool, error) {
+	if strings.TrimSpace(only) == "" {
+		return func(string) bool { return true }, nil
+	}
+	known := append([]string{"core", "scenarios", "contention"}, scenarioAnchors()...)
+	chosen := map[string]bool{}
+	for _, x := range strings.Split(only, ",") {
+		x = strings.TrimSpace(x)
+		if !slices.Contains(known, x) {
+			return nil, fmt.Errorf("-only: unknown section %q, want some of %s", x, strings.Join(known, ", "))
+		}
+		chosen[x] = true
+	}
+	return func(s string) bool { return chosen[s] }, nil
 }
 
 func lastLines(s string, n int) string {

@@ -139,16 +139,18 @@ func (r *results) under(prefix string) []*bench {
 }
 
 // skipReasons returns the distinct reasons benchmarks under prefix gave for
-// skipping or failing, in a stable order.
+// skipping or failing, in a stable order, each once with the benchmarks
+// that gave it ("A, B: reason").
 func (r *results) skipReasons(prefix string) []string {
-	var out []string
+	var whys []string
+	names := map[string][]string{}
 	for _, m := range []map[string]string{r.skipped, r.failed} {
-		names := make([]string, 0, len(m))
+		keys := make([]string, 0, len(m))
 		for n := range m {
-			names = append(names, n)
+			keys = append(keys, n)
 		}
-		sort.Strings(names)
-		for _, n := range names {
+		sort.Strings(keys)
+		for _, n := range keys {
 			if !strings.HasPrefix(n, prefix) {
 				continue
 			}
@@ -159,11 +161,17 @@ func (r *results) skipReasons(prefix string) []string {
 			if _, failed := r.failed[n]; failed && m[n] == r.failed[n] {
 				why = "FAILED: " + why
 			}
-			why = n + ": " + why
-			if !slices.Contains(out, why) {
-				out = append(out, why)
+			if _, seen := names[why]; !seen {
+				whys = append(whys, why)
+			}
+			if !slices.Contains(names[why], n) {
+				names[why] = append(names[why], n)
 			}
 		}
+	}
+	out := make([]string, len(whys))
+	for i, why := range whys {
+		out[i] = strings.Join(names[why], ", ") + ": " + why
 	}
 	return out
 }

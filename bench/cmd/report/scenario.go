@@ -25,20 +25,31 @@ type scenario struct {
 	// units orders the metric columns that come first; any other metric
 	// follows in the order it was printed.
 	units []string
-	// ratio, when set, adds a column comparing each row with a sibling.
-	ratio *ratio
+	// ratios add columns comparing each row with a sibling; a column whose
+	// sibling ran nowhere in the section is left out.
+	ratios []ratio
 	// missing says why there is nothing yet when no benchmark exists.
 	missing string
+	// bullmq is set when the section has BullMQ rows, which need the
+	// Node packages of bench/bullmq installed before it runs.
+	bullmq bool
 }
 
 // ratio compares unit between a row and its sibling named base (the rows
 // share everything in their name but the last element).
 type ratio struct {
 	unit, base, label string
-	// rebound names the rows that are rebound's own, whose ratio below 1
-	// (or above, when lowerIsBetter) means rebound is slower.
+	// rebound names the rows that are rebound's own (that name, or it
+	// followed by "-" and a variant, such as native-bulk), whose ratio below
+	// 1 (or above, when lowerIsBetter) means rebound is slower.
 	rebound       string
 	lowerIsBetter bool
+}
+
+// isRow reports whether leaf, the last element of a row's name, names one
+// of the rows of engine: engine itself or a variant of it (engine-...).
+func isRow(leaf, engine string) bool {
+	return leaf == engine || strings.HasPrefix(leaf, engine+"-")
 }
 
 var scenarios = []scenario{
@@ -66,30 +77,69 @@ var scenarios = []scenario{
 			"shows a queue that receives nothing. River fetches at most one batch of free workers per",
 			"`FetchCooldown`: 32 workers take at most 320 runs/s by default, 640 at 50 ms, so under",
 			"`inflight-10k` (4k runs/s offered) its figures are the backlog, not its retry timing.",
+			"**BullMQ** (Node, `bench/bullmq`, versions pinned by its lock file) runs on a private",
+			"redis-server with `attempts: 2, backoff: {type: 'fixed', delay: 100}` and one Worker of",
+			"concurrency 32, its jobs added on the same schedule (one `addBulk` per 5 ms tick); it",
+			"computes a retry's fire time from the whole-millisecond `Date.now()`, so a retry can start",
+			"up to a millisecond before its time (**early**). It runs fewer attempts per second than the",
+			"others (see [throughput](#throughput)): where `inflight-10k` offers more than it runs, its",
+			"figures there are its backlog, as River's are.",
 		},
 		units:   []string{"late-p50-ms", "late-p99-ms", "late-max-ms", "early"},
 		missing: "no lateness benchmark (BenchmarkNativeRetryLateness or BenchmarkLateness/<engine>/<config>/<load>) exists in ./bench yet",
+		bullmq:  true,
 	},
 	{
 		anchor: "throughput", title: "Throughput",
 		benches: []string{"BenchmarkThroughput"},
 		intro: []string{
 			"Jobs per second end to end where every job fails once and succeeds on its retry: the",
-			"native path and asynq each on a fresh private redis-server per round (same binary, same",
-			"settings), at 20 and at 100 handlers (`c20`, `c100`); 20k jobs, `fixed(0s)`, clock from",
-			"the worker's start to the last success. Each row is the median of 3 rounds (one round",
-			"swings by 10% or more on a shared machine). **redis-us/job** is the Redis server's CPU",
-			"(`INFO cpu` user+sys, before and after) per job, **worker-us/job** this process's CPU per",
-			"job: the cost behind the rate, steadier than the rate itself. asynq's",
-			"`DelayedTaskCheckInterval` is 100 ms (default 5 s). River, for reference, runs once on",
-			"PostgreSQL at 20 handlers through `reboundriver` with `FetchCooldown` 5 ms",
-			"(`FetchPollInterval` 50 ms): River fetches at most one batch of free workers per",
-			"cooldown, and its default (100 ms) would cap 20 workers at 200 runs/s, whatever",
-			"PostgreSQL can do.",
+			"native path, asynq and BullMQ each on a fresh private redis-server per round (same binary,",
+			"same settings), at 20 and at 100 handlers, with the retry after `0s` (`c20`, `c100`: the",
+			"engine's own path) and after `50ms` (`c20-50ms`, `c100-50ms`: the retry waits in the",
+			"engine's delayed set, so promotion and wake-ups count); 20k jobs, `fixed(delay)` with",
+			"MaxAttempts 2, clock from the worker's start to the last success. Each row is the median",
+			"of 3 rounds (one round swings by 10% or more on a shared machine). **redis-us/job** is the",
+			"Redis server's CPU (`INFO cpu` user+sys, before and after) per job, **worker-us/job** the",
+			"worker process's CPU per job: the cost behind the rate, steadier than the rate itself.",
+			"asynq's `DelayedTaskCheckInterval` is 100 ms (default 5 s); asynq stores a retry's time in",
+			"whole seconds, so its 50 ms retries wait up to a second. **BullMQ** (Node, `bench/bullmq`,",
+			"versions pinned by its lock file) runs one Worker with that concurrency,",
+			"`attempts: 2, backoff: {type: 'fixed', delay}`, the jobs added with `addBulk` before the",
+			"clock starts. River, for reference, runs once on PostgreSQL at 20 handlers and `0s`",
+			"through `reboundriver` with `FetchCooldown` 5 ms (`FetchPollInterval` 50 ms): River fetches",
+			"at most one batch of free workers per cooldown, and its default (100 ms) would cap 20",
+			"workers at 200 runs/s, whatever PostgreSQL can do.",
 		},
-		units:   []string{"jobs/s", "redis-us/job", "worker-us/job", "rounds"},
-		ratio:   &ratio{unit: "jobs/s", base: "asynq", label: "÷ asynq", rebound: "native"},
+		units: []string{"jobs/s", "redis-us/job", "worker-us/job", "rounds"},
+		ratios: []ratio{
+			{unit: "jobs/s", base: "asynq", label: "÷ asynq", rebound: "native"},
+			{unit: "jobs/s", base: "bullmq", label: "÷ bullmq", rebound: "native"},
+			{unit: "redis-us/job", base: "asynq", label: "redis ÷ asynq", rebound: "native", lowerIsBetter: true},
+		},
 		missing: "no BenchmarkThroughput/<engine> benchmark exists in ./bench yet",
+		bullmq:  true,
+	},
+	{
+		anchor: "enqueue", title: "Enqueue",
+		benches: []string{"BenchmarkEnqueue"},
+		intro: []string{
+			"How fast each engine adds 100k jobs to an empty queue on a fresh private redis-server,",
+			"no worker running, each job carrying the options of a job that may retry (94-byte",
+			"payload; asynq `MaxRetry(1)`, BullMQ `attempts: 2` with a fixed backoff). `native` and",
+			"`asynq`: one `Enqueue` per job from 32 goroutines sharing one client; `bullmq-add`:",
+			"`Queue.add` from 32 concurrent loops on one connection; `bullmq-addbulk`: `Queue.addBulk`",
+			"calls of 1,000 jobs, one after another. **redis-us/job** is the Redis server's CPU (`INFO`",
+			"`cpu`, before and after) per job, **client-us/job** the producer process's CPU per job;",
+			"each row is the median of 3 rounds.",
+		},
+		units: []string{"jobs/s", "redis-us/job", "client-us/job", "jobs", "rounds"},
+		ratios: []ratio{
+			{unit: "jobs/s", base: "asynq", label: "÷ asynq", rebound: "native"},
+			{unit: "redis-us/job", base: "asynq", label: "redis ÷ asynq", rebound: "native", lowerIsBetter: true},
+		},
+		missing: "no BenchmarkEnqueue/<engine> benchmark exists in ./bench yet",
+		bullmq:  true,
 	},
 	{
 		anchor: "promotion", title: "Promotion",
@@ -127,25 +177,44 @@ var scenarios = []scenario{
 			"connection buffers, `mem_clients_normal`, which follow each engine's connection pool and",
 			"not its jobs; before and after, on a private redis-server so no other test's keys count),",
 			"20k jobs with the same payload that failed once with the same error: native delayed set",
-			"vs asynq's retry set, each with its default job IDs, and what 10M waiting retries would",
-			"take at that rate. Target: native <= 0.6× asynq. Redis keeps a hash in its compact",
-			"listpack encoding only while every value is at most 64 bytes (`hash-max-listpack-value`),",
-			"hence the two payload sizes.",
+			"vs asynq's retry set vs BullMQ's delayed set, each with its default job IDs, and what 10M",
+			"waiting retries would take at that rate. BullMQ keeps the failed attempt's stack trace",
+			"with the job (and an entry of its events stream, capped at about 10k): `bullmq` is its",
+			"default, `bullmq-no-stack` sets the jobs' `stackTraceLimit` to 0. Target: native <= 0.6×",
+			"asynq. Redis keeps a hash in its compact listpack encoding only while every value is at",
+			"most 64 bytes (`hash-max-listpack-value`), hence the two payload sizes.",
 		},
-		units:   []string{"bytes/job", "GB/10M", "jobs"},
-		ratio:   &ratio{unit: "bytes/job", base: "asynq", label: "÷ asynq", rebound: "native", lowerIsBetter: true},
+		units: []string{"bytes/job", "GB/10M", "jobs"},
+		ratios: []ratio{
+			{unit: "bytes/job", base: "asynq", label: "÷ asynq", rebound: "native", lowerIsBetter: true},
+			{unit: "bytes/job", base: "bullmq", label: "÷ bullmq", rebound: "native", lowerIsBetter: true},
+		},
 		missing: "no BenchmarkMemory/<engine> benchmark exists in ./bench yet",
+		bullmq:  true,
 	},
 }
 
-// scenarioPattern is the -bench pattern selecting every scenario.
-func scenarioPattern() string {
+// scenarioPattern is the -bench pattern selecting the benchmarks of ss.
+func scenarioPattern(ss ...scenario) string {
 	var names []string
-	for _, s := range scenarios {
+	for _, s := range ss {
 		names = append(names, s.benches...)
 	}
 	return "^(" + strings.Join(names, "|") + ")$"
 }
+
+// scenarioAnchors are the names of the scenario sections, for -only.
+func scenarioAnchors() []string {
+	var out []string
+	for _, s := range scenarios {
+		out = append(out, s.anchor)
+	}
+	return out
+}
+
+// quickEnv is the environment variable that makes the benchmarks run a
+// quick check (the bench package reads it).
+const quickEnv = "REBOUND_BENCH_QUICK"
 
 var hiddenUnits = []string{"ns/op", "B/op", "allocs/op"}
 
@@ -158,6 +227,11 @@ func (r *report) writeScenario(m *md, s scenario) {
 		m.p("%s", l)
 	}
 	m.p("")
+	if why := r.notRun[s.anchor]; why != "" {
+		m.p("**not measured**: %s", why)
+		m.p("")
+		return
+	}
 	var bs []*bench
 	for _, top := range s.benches {
 		bs = append(bs, r.results.under(top)...)
@@ -187,7 +261,7 @@ func (r *report) writeScenario(m *md, s scenario) {
 		if len(s.benches) > 0 {
 			prefix = s.benches[0]
 		}
-		r.notMeasured(m, "scenarios", prefix, s.missing)
+		r.notMeasured(m, s.anchor, prefix, s.missing)
 		return
 	}
 	head := "| run |"
@@ -196,9 +270,13 @@ func (r *report) writeScenario(m *md, s scenario) {
 		head += " " + u + " |"
 		sep += " ---: |"
 	}
-	if s.ratio != nil {
-		head += " " + s.ratio.label + " |"
-		sep += " ---: |"
+	var ratios []ratio
+	for _, rt := range s.ratios {
+		if slices.ContainsFunc(bs, func(b *bench) bool { return strings.HasSuffix(b.Name, "/"+rt.base) }) {
+			ratios = append(ratios, rt)
+			head += " " + rt.label + " |"
+			sep += " ---: |"
+		}
 	}
 	m.p("%s runs |", head)
 	m.p("%s ---: |", sep)
@@ -213,8 +291,8 @@ func (r *report) writeScenario(m *md, s scenario) {
 			}
 			row += " " + num(v) + " |"
 		}
-		if s.ratio != nil {
-			row += " " + r.scenarioRatio(s, b) + " |"
+		for _, rt := range ratios {
+			row += " " + r.scenarioRatio(s, rt, b) + " |"
 		}
 		runs := 0
 		for _, u := range units {
@@ -233,33 +311,38 @@ func (r *report) writeScenario(m *md, s scenario) {
 	}
 }
 
-// scenarioRatio returns the ratio cell of b, and records a rebound row that
-// is worse than its baseline.
-func (r *report) scenarioRatio(s scenario, b *bench) string {
+// scenarioRatio returns b's cell of the ratio column rt, and records a
+// rebound row that is worse than its baseline.
+func (r *report) scenarioRatio(s scenario, rt ratio, b *bench) string {
 	i := strings.LastIndex(b.Name, "/")
 	if i < 0 {
 		return "—"
 	}
 	group, leaf := b.Name[:i], b.Name[i+1:]
-	base := r.results.benches[group+"/"+s.ratio.base]
-	if base == nil || leaf == s.ratio.base {
+	base := r.results.benches[group+"/"+rt.base]
+	if base == nil || leaf == rt.base {
 		return "—"
 	}
-	v, ok1 := b.Median(s.ratio.unit)
-	bv, ok2 := base.Median(s.ratio.unit)
+	v, ok1 := b.Median(rt.unit)
+	bv, ok2 := base.Median(rt.unit)
 	if !ok1 || !ok2 || bv == 0 {
 		return "—"
 	}
 	x := v / bv
-	if leaf == s.ratio.rebound {
+	if isRow(leaf, rt.rebound) {
 		worse := x < 1
-		if s.ratio.lowerIsBetter {
+		if rt.lowerIsBetter {
 			worse = x > 1
 		}
 		if worse {
-			r.slower = append(r.slower, fmt.Sprintf("[%s, %s](#%s): %s %s %s vs %s %s (%.2f×).",
-				s.anchor, strings.TrimPrefix(group, s.benches[0]+"/"), slug(s.anchor, strings.TrimPrefix(b.Name, s.benches[0]+"/")),
-				leaf, num(v), s.ratio.unit, s.ratio.base, num(bv), x))
+			where := strings.TrimPrefix(group, s.benches[0]+"/")
+			if where == s.benches[0] {
+				where = s.anchor
+			} else {
+				where = s.anchor + ", " + where
+			}
+			r.slower = append(r.slower, fmt.Sprintf("[%s](#%s): %s %s %s vs %s %s (%.2f×).",
+				where, slug(s.anchor, s.rowName(b.Name)), leaf, num(v), rt.unit, rt.base, num(bv), x))
 		}
 	}
 	return fmt.Sprintf("%.2f×", x)
