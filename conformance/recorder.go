@@ -3,6 +3,7 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ type run struct {
 	deadline time.Time
 	// overran reports that the run returned after its context's deadline.
 	overran bool
+	// discarded reports that the run returned after its context was
+	// cancelled: the engine may count it whatever it returned.
+	discarded bool
 	// interrupt is set by a check that cuts the run short with a restart:
 	// the run must not count as an attempt.
 	interrupt bool
@@ -85,6 +89,7 @@ func (r *recorder) handle(ctx context.Context, job Job) (err error) {
 		rr := &r.jobs[job.ID][idx]
 		rr.end, rr.ended, rr.err = end, true, err
 		rr.overran = !deadline.IsZero() && !end.Before(deadline)
+		rr.discarded = errors.Is(ctx.Err(), context.Canceled)
 		if rec != nil {
 			rr.panicked = true
 			if e, ok := rec.(error); ok {

@@ -311,7 +311,7 @@ func (w *worker) checkResult(what string, j *job, a observe.Attempt, r *run, ev 
 			what, a.Number, r.end.Sub(r.deadline))
 	case r.err == nil && r.stale && success:
 		w.errorf("%s: attempt %d was reclaimed while it ran; its late success must not be applied, but the observer was told success", what, a.Number)
-	case r.err == nil && !r.overran && !r.stale && !r.interrupt && !success:
+	case r.err == nil && !r.overran && !r.stale && !r.interrupt && !r.discarded && !success:
 		w.errorf("%s: attempt %d succeeded, but the observer was told %s", what, a.Number, res.Outcome())
 	}
 	if r.overran && res.Counting != observe.Counted {
