@@ -108,7 +108,7 @@ func (h harness) HookDelay(cfg conformance.Config, id string, attempt int, err e
 		panic(e)
 	}
 	end := time.Now()
-	c := r.conclude(backoff.Key(id), attempt, cfg.Rule.MaxAttempts(), false, err, end, h.precise)
+	c := r.conclude(cfg.Rule, backoff.Key(id), attempt, cfg.Rule.MaxAttempts(), false, err, end, h.precise)
 	var out error = c
 	if errors.Is(out, asynq.SkipRetry) || !c.decision.Retry() {
 		return 0, false

@@ -59,9 +59,9 @@
 //
 // # Errors asynq produces itself
 //
-//   - Handler panics: the middleware recovers them as a [*PanicError] and
+//   - Handler panics: the middleware recovers them as a [*observe.PanicError] and
 //     treats them as failures under the rule. asynq.IsPanicError reports false
-//     for them; use errors.As with *PanicError.
+//     for them; use errors.As with *observe.PanicError.
 //   - asynq.ErrHandlerNotFound (the mux has no handler for the type) passes
 //     through the middleware and is retried under the rule, like any failure:
 //     a newer worker may know the type. Mark it permanent in a middleware of
@@ -83,7 +83,7 @@
 //
 // A policy, observer or IsFailure function that panics never takes the
 // worker down: the panic is recovered, reported to the function given with
-// [WithErrorHandler] as a [*PanicError], and the retry falls back to
+// [WithErrorHandler] as a [*observe.PanicError], and the retry falls back to
 // [WithFallbackDelay] (default one minute), rounded up. Panics inside asynq's
 // RetryDelayFunc would otherwise kill the worker process.
 package reboundasynq

@@ -12,6 +12,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 var errBoom = errors.New("boom")
@@ -21,8 +22,8 @@ var errBoom = errors.New("boom")
 // task is archived after MaxAttempts runs, each retry no earlier than planned.
 func TestNumbering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		obs := &observed{}
-		r := mustNew(t, mustRule(t, fixed(t, 1500*time.Millisecond), 4), WithObserver(obs))
+		obs := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, 1500*time.Millisecond), 4), WithObserver(obs), WithGiveUp(obs.GiveUp))
 		rc := newRecorder(func(string, int) error { return errBoom })
 		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 		id := s.enqueue(t, []byte("p"), map[string]string{"h": "1"}, r.MaxRetry())
@@ -42,9 +43,12 @@ func TestNumbering(t *testing.T) {
 				}
 			}
 		}
-		as, res := obs.results()
+		as, res := results(obs)
 		if len(as) != 4 {
 			t.Fatalf("observer saw %d ended attempts, want 4", len(as))
+		}
+		if g := obs.GiveUps(); len(g) != 1 || g[0].Attempt.JobID != id || g[0].Attempt.Number != 4 || g[0].Outcome != backoff.OutcomeExhausted || !errors.Is(g[0].Err, errBoom) {
+			t.Errorf("give-up hook told %+v, want task %s given up once, exhausted after attempt 4", g, id)
 		}
 		for i, a := range as {
 			if a.System != "asynq" || a.Queue != "q" || a.JobID != id || a.Kind != kind || a.Number != i+1 || a.MaxAttempts != 4 {
@@ -94,7 +98,7 @@ func TestMaxRetryAboveRule(t *testing.T) {
 // observer is told the smaller cap and an exhausted end.
 func TestMaxRetryBelowRule(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		obs := &observed{}
+		obs := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs))
 		rc := newRecorder(func(string, int) error { return errBoom })
 		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
@@ -103,7 +107,7 @@ func TestMaxRetryBelowRule(t *testing.T) {
 		if n := len(rc.get(id)); n != 2 {
 			t.Fatalf("handler ran %d times, want 2 (MaxRetry 1)", n)
 		}
-		as, res := obs.results()
+		as, res := results(obs)
 		if as[1].MaxAttempts != 2 || res[1].Decision.Outcome != backoff.OutcomeExhausted {
 			t.Errorf("last attempt reported %+v / %+v, want MaxAttempts 2 and exhausted", as[1], res[1])
 		}
@@ -138,8 +142,8 @@ func TestPermanent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				obs := &observed{}
-				r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs))
+				obs := &reboundtest.Recorder{}
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs), WithGiveUp(obs.GiveUp))
 				rc := newRecorder(func(string, int) error { return tc.err })
 				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 				id := s.enqueue(t, nil, nil, asynq.MaxRetry(10))
@@ -161,8 +165,11 @@ func TestPermanent(t *testing.T) {
 				if n := len(rc.get(id)); n != 1 {
 					t.Fatalf("handler ran %d times, want 1", n)
 				}
-				if _, res := obs.results(); len(res) != 1 || res[0].Decision.Outcome != backoff.OutcomePermanent {
+				if _, res := results(obs); len(res) != 1 || res[0].Decision.Outcome != backoff.OutcomePermanent {
 					t.Errorf("observer got %+v, want one permanent result", res)
+				}
+				if g := obs.GiveUps(); len(g) != 1 || g[0].Outcome != backoff.OutcomePermanent {
+					t.Errorf("give-up hook told %+v, want one permanent give-up", g)
 				}
 			})
 		})
@@ -208,7 +215,7 @@ func TestPreciseVersusRounding(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				obs := &observed{}
+				obs := &reboundtest.Recorder{}
 				var opts []Option
 				if tc.precise {
 					opts = append(opts, WithPrecise())
@@ -225,7 +232,7 @@ func TestPreciseVersusRounding(t *testing.T) {
 				id := s.enqueue(t, nil, tc.headers, asynq.Retention(time.Hour))
 				info := s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
 				runs := rc.get(id)
-				_, res := obs.results()
+				_, res := results(obs)
 				fire := res[0].FireAt
 				if tc.exact {
 					if !fire.Equal(runs[0].end.Add(1300*time.Millisecond)) && fire.Sub(runs[0].end) > 1300*time.Millisecond+time.Millisecond {
@@ -243,4 +250,50 @@ func TestPreciseVersusRounding(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestKindRules: two task types under two rules each keep their own
+// schedule and cap; other types run under the default rule; RuleFor and
+// MaxRetryFor answer per type.
+func TestKindRules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &reboundtest.Recorder{}
+		short := mustRule(t, fixed(t, time.Second), 2)
+		long := mustRule(t, fixed(t, 3*time.Second), 4)
+		r := mustNew(t, mustRule(t, fixed(t, 2*time.Second), 3), WithObserver(rec),
+			WithKindRule("a", short), WithKindRule("b", long))
+		if r.RuleFor("a") != short || r.RuleFor("b") != long || r.RuleFor("c") != r.Rule() {
+			t.Fatalf("RuleFor answers %v, %v, %v", r.RuleFor("a"), r.RuleFor("b"), r.RuleFor("c"))
+		}
+		rc := newRecorder(func(string, int) error { return errBoom })
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{types: []string{"a", "b"}})
+		ids := map[string]string{}
+		for _, typ := range []string{"a", "b", kind} {
+			ids[typ] = s.enqueueType(t, typ, nil, nil, asynq.MaxRetry(10))
+		}
+		for typ, id := range ids {
+			s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
+			want := map[string]string{
+				"a":  "1 retry 1s\n2 exhausted",
+				"b":  "1 retry 3s\n2 retry 3s\n3 retry 3s\n4 exhausted",
+				kind: "1 retry 2s\n2 retry 2s\n3 exhausted",
+			}[typ]
+			if got := rec.Story(id); got != want {
+				t.Errorf("type %s story:\n%s\nwant:\n%s", typ, got, want)
+			}
+			runs := rc.get(id)
+			gap := map[string]time.Duration{"a": time.Second, "b": 3 * time.Second, kind: 2 * time.Second}[typ]
+			for i := 1; i < len(runs); i++ {
+				if d := runs[i].start.Sub(runs[i-1].end); d < gap {
+					t.Errorf("type %s retry %d ran %v after the failure, before its rule's %v", typ, i, d, gap)
+				}
+			}
+		}
+		pause := asynq.NewTask("b", nil, r.MaxRetryFor("b"))
+		s.insp.PauseQueue(s.queue)
+		info, err := s.client.Enqueue(pause, asynq.Queue(s.queue))
+		if err != nil || info.MaxRetry != 3 {
+			t.Errorf("MaxRetryFor(b) enqueued MaxRetry %v (%v), want 3", info.MaxRetry, err)
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // panicky is a foreign policy that panics on every call.
@@ -41,9 +42,9 @@ func TestPanickingPolicy(t *testing.T) {
 				t.Errorf("retry %d ran %v after the failure, before the 2s fallback", i, gap)
 			}
 		}
-		var pe *PanicError
+		var pe *observe.PanicError
 		if got := reported.list(); len(got) < 2 || !errors.As(got[0], &pe) || pe.Op != "policy" || len(pe.Stack) == 0 {
-			t.Fatalf("reported %v, want a policy *PanicError per failed attempt", got)
+			t.Fatalf("reported %v, want a policy *observe.PanicError per failed attempt", got)
 		}
 	})
 	// RetryDelay on its own (no middleware in front) survives too.
@@ -59,10 +60,11 @@ func TestPanickingPolicy(t *testing.T) {
 }
 
 // TestHandlerPanic: a panicking handler is a failed attempt under the rule,
-// visible as *PanicError to the ErrorHandler.
+// visible as *observe.PanicError to the ErrorHandler.
 func TestHandlerPanic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2))
+		rec := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithGiveUp(rec.GiveUp))
 		seen := make(chan error, 4)
 		rc := newRecorder(func(_ string, a int) error {
 			if a == 1 {
@@ -76,9 +78,12 @@ func TestHandlerPanic(t *testing.T) {
 		id := s.enqueue(t, nil, nil, asynq.Retention(time.Hour))
 		s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
 		err := <-seen
-		var pe *PanicError
+		var pe *observe.PanicError
 		if !errors.As(err, &pe) || pe.Op != "handler" || pe.Value != "handler boom" {
-			t.Fatalf("ErrorHandler saw %v, want a handler *PanicError", err)
+			t.Fatalf("ErrorHandler saw %v, want a handler *observe.PanicError", err)
+		}
+		if g := rec.GiveUps(); len(g) != 0 {
+			t.Errorf("give-up hook told %+v for a task that succeeded", g)
 		}
 		// The panicking run never reached the recorder; the second did.
 		if runs := rc.get(id); len(runs) != 1 || runs[0].attempt != 2 {
@@ -94,7 +99,7 @@ func TestObserverPanics(t *testing.T) {
 		t.Run(where, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var reported errs
-				r := mustNew(t, mustRule(t, fixed(t, time.Second), 3), WithObserver(&observed{panicOn: where}), WithErrorHandler(reported.add))
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 3), WithObserver(panicking{&reboundtest.Recorder{}, where}), WithErrorHandler(reported.add))
 				rc := newRecorder(func(_ string, a int) error {
 					if a < 3 {
 						return errBoom
@@ -104,7 +109,7 @@ func TestObserverPanics(t *testing.T) {
 				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 				id := s.enqueue(t, nil, nil, asynq.Retention(time.Hour))
 				s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
-				var pe *PanicError
+				var pe *observe.PanicError
 				got := reported.list()
 				if len(got) != 3 || !errors.As(got[0], &pe) || pe.Op != "observer" {
 					t.Fatalf("reported %v, want 3 observer panics", got)
@@ -120,7 +125,7 @@ func TestObserverPanics(t *testing.T) {
 // running the handler.
 func TestDeadlineExceededCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		obs := &observed{}
+		obs := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithObserver(obs))
 		rc := newRecorder(func(string, int) error { return nil })
 		h := func(ctx context.Context, task *asynq.Task) error {
@@ -138,7 +143,7 @@ func TestDeadlineExceededCap(t *testing.T) {
 		if !strings.Contains(info.LastErr, "past MaxAttempts 2") {
 			t.Errorf("LastErr %q, want the ExhaustedError", info.LastErr)
 		}
-		as, res := obs.results()
+		as, res := results(obs)
 		last := len(res) - 1
 		if as[last].Number != 3 || res[last].Decision.Outcome != backoff.OutcomeExhausted {
 			t.Errorf("last report %+v %+v, want attempt 3 exhausted", as[last], res[last])
@@ -190,7 +195,7 @@ func TestIsFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errBusy := errors.New("busy")
 		notBusy := func(err error) bool { return !errors.Is(err, errBusy) }
-		obs := &observed{}
+		obs := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithIsFailure(notBusy), WithObserver(obs))
 		var calls int
 		rc := newRecorder(func(string, int) error {
@@ -214,7 +219,7 @@ func TestIsFailure(t *testing.T) {
 				t.Errorf("run %d attempt %d, want %d", i, runs[i].attempt, w)
 			}
 		}
-		attempts, results := obs.results()
+		attempts, results := results(obs)
 		wantOutcomes := []string{"snoozed", "snoozed", "snoozed", "retry", "exhausted"}
 		if len(results) != len(wantOutcomes) {
 			t.Fatalf("observer heard %d runs, want %d", len(results), len(wantOutcomes))
@@ -244,7 +249,7 @@ func TestIsFailureOnLastRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		errBusy := errors.New("busy")
 		notBusy := func(err error) bool { return !errors.Is(err, errBusy) }
-		obs := &observed{}
+		obs := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithIsFailure(notBusy), WithObserver(obs))
 		rc := newRecorder(func(_ string, attempt int) error {
 			if attempt == 1 {
@@ -258,19 +263,38 @@ func TestIsFailureOnLastRun(t *testing.T) {
 		if runs := rc.get(id); len(runs) != 2 {
 			t.Fatalf("ran %d times, want 2 (asynq archives the busy last run)", len(runs))
 		}
-		_, results := obs.results()
+		_, results := results(obs)
 		if len(results) != 2 || results[0].Outcome() != "retry" || results[1].Outcome() != "exhausted" || results[1].Counting != observe.Counted {
 			t.Fatalf("observer heard %+v, want a retry then exhausted", results)
 		}
 	})
 }
 
-// TestNewErrors: bad input is an error that says what was wrong.
+// TestNewErrors: bad input is an error that names the option and says
+// what was expected; nil options and nil values mean "none" or the default.
 func TestNewErrors(t *testing.T) {
-	if _, err := New(backoff.Rule{}); err == nil || !strings.Contains(err.Error(), "backoff.NewRule") {
-		t.Errorf("New(zero rule) = %v, want an error naming backoff.NewRule", err)
+	rule := mustRule(t, fixed(t, time.Second), 2)
+	for _, tc := range []struct {
+		name string
+		rule backoff.Rule
+		opts []Option
+		want string
+	}{
+		{"zero rule", backoff.Rule{}, nil, "reboundasynq: the rule is the zero backoff.Rule, want one built with backoff.NewRule"},
+		{"negative fallback", rule, []Option{WithFallbackDelay(-time.Second)}, "reboundasynq: WithFallbackDelay: -1s is negative, want > 0"},
+		{"zero fallback", rule, []Option{WithFallbackDelay(0)}, "reboundasynq: WithFallbackDelay: 0s is zero, want > 0"},
+		{"empty type", rule, []Option{WithKindRule("", rule)}, "reboundasynq: WithKindRule: task type is empty, want an asynq task type"},
+		{"zero type rule", rule, []Option{WithKindRule("email:send", backoff.Rule{})}, `reboundasynq: WithKindRule("email:send"): the rule is the zero backoff.Rule, want one built with backoff.NewRule`},
+	} {
+		if _, err := New(tc.rule, tc.opts...); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: New = %v, want %q", tc.name, err, tc.want)
+		}
 	}
-	if _, err := New(mustRule(t, fixed(t, time.Second), 2), WithFallbackDelay(-time.Second)); err == nil || !strings.Contains(err.Error(), "negative") {
-		t.Errorf("New(negative fallback) = %v, want an error", err)
+	r, err := New(rule, nil, WithObserver(nil), WithGiveUp(nil), WithErrorHandler(nil), WithKey(nil), WithIsFailure(nil))
+	if err != nil {
+		t.Fatalf("New with nil options and nil values = %v, want no error", err)
+	}
+	if r.notify.Observer != nil || r.notify.GiveUp != nil || r.notify.OnError != nil || r.key != nil || r.isFailure != nil || r.fallback != DefaultFallbackDelay {
+		t.Errorf("nil values did not leave the defaults: %+v", r)
 	}
 }
