@@ -8,69 +8,132 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
 
-// carrier takes the middleware's decision to RetryDelay through asynq, which
-// passes the handler's error value on unchanged. It reads as the handler's
-// error; when the rule gives up it also matches asynq.SkipRetry.
+// MaxErrorBytes is the most bytes of a handler's error message that asynq
+// is given to store as the task's last error. asynq keeps that message in
+// the task message itself, which it rewrites on every retry; a longer
+// message is cut, on a UTF-8 boundary, and ends with
+// "... [N bytes truncated]". Observers and an ErrorHandler still get the
+// whole error.
+const MaxErrorBytes = 4096
+
+// carrier is the error the middleware returns: asynq hands it on unchanged
+// to RetryDelay, which finds the run it belongs to and applies the decision
+// made there. It reads as the handler's error, cut to MaxErrorBytes; it
+// matches asynq.SkipRetry when rebound gives the task up, and
+// asynq.RevokeTask when the handler returned that.
+//
+// asynq itself calls Error, and errors.Is with SkipRetry and RevokeTask, on
+// its own goroutine, where a panic kills the process: so the carrier
+// answers those from what it worked out, under a recover, on the handler's
+// goroutine, and unwraps only to an error that survived that.
 type carrier struct {
-	err      error
-	decision backoff.Decision
-	fireAt   time.Time
-	exact    bool // fireAt is exact (precise mode), not a whole second
-	// uncounted: asynq retries without counting the attempt, because
-	// Config.IsFailure returned false for err.
-	uncounted bool
+	run    *run  // nil for a delivery refused past the cap
+	err    error // the handler's error, or a stand-in (see hostileError)
+	text   string
+	gaveUp bool // the decision is not a retry: asynq archives the task
+	skip   bool // err matches asynq.SkipRetry
+	revoke bool // err matches asynq.RevokeTask
 }
 
-// result is the observer's view of the attempt c concludes.
-func (c *carrier) result() observe.Result {
-	r := observe.Result{Err: c.err, Decision: c.decision, FireAt: c.fireAt}
-	if c.uncounted {
-		r.Counting = observe.Snoozed
+func (c *carrier) Error() string { return c.text }
+
+func (c *carrier) Unwrap() error { return c.err }
+
+// Is answers asynq's own questions about the error without walking it.
+func (c *carrier) Is(target error) bool {
+	switch target {
+	case asynq.SkipRetry:
+		return c.gaveUp || c.skip
+	case asynq.RevokeTask:
+		return c.revoke
 	}
-	return r
+	return false
 }
 
-func (c *carrier) Error() string { return c.err.Error() }
+// hostileError stands in for a handler error that cannot be used safely:
+// a typed nil (`var e *MyErr; return e`), or one whose Error, Is or Unwrap
+// method panics. It keeps the text rebound could get, naming the type.
+type hostileError struct{ text string }
 
-func (c *carrier) Unwrap() []error {
-	if c.decision.Retry() {
-		return []error{c.err}
+func (e *hostileError) Error() string { return e.text }
+
+// harden turns the handler's error into one asynq and observers can use
+// without a panic: the error itself when its text and asynq's questions
+// about it can be had safely, a hostileError otherwise (a panic is
+// reported as *observe.PanicError{Op: "error text"}). It also returns
+// what asynq will store, and the answers to asynq's questions.
+func (r *Retrier) harden(err error) (e error, text string, skip, revoke bool) {
+	if err == nil {
+		return nil, "", false, false
 	}
-	return []error{c.err, asynq.SkipRetry}
+	if safe.IsNil(err) {
+		text = fmt.Sprintf("(%T)(nil)", err)
+		return &hostileError{text}, text, false, false
+	}
+	text, perr := safe.Value("error text", "", err.Error)
+	if perr == nil {
+		type answers struct{ skip, revoke bool }
+		var a answers
+		a, perr = safe.Value("error text", answers{}, func() answers {
+			return answers{errors.Is(err, asynq.SkipRetry), errors.Is(err, asynq.RevokeTask)}
+		})
+		skip, revoke = a.skip, a.revoke
+	}
+	if perr != nil {
+		r.notify.Report(perr)
+		var pe *observe.PanicError
+		errors.As(perr, &pe)
+		if text == "" {
+			text = fmt.Sprintf("%T (its Error method panicked: %v)", err, pe.Value)
+		}
+		return &hostileError{safe.Truncate(text, MaxErrorBytes)}, safe.Truncate(text, MaxErrorBytes), false, false
+	}
+	return err, safe.Truncate(text, MaxErrorBytes), skip, revoke
 }
 
-// Decision returns the decision the middleware made for err, the error a
-// task's handler chain returned through [Retrier.Middleware], and the time
-// the retry fires when the decision is to retry. ok is false when err did
-// not pass through the middleware (see the package docs for what applies
-// then). It is meant for an asynq ErrorHandler.
+// Decision returns the decision rebound made for err, the error a task's
+// handler chain returned through [Retrier.Middleware], and the time the
+// retry fires when the decision is to retry. ok is false when err did not
+// pass through the middleware, or when the task's context had already
+// ended when it did (asynq then decides on its own path; the package docs
+// say what rebound reports then). It is meant for an asynq ErrorHandler.
 func Decision(err error) (d backoff.Decision, fireAt time.Time, ok bool) {
 	var c *carrier
 	if !errors.As(err, &c) {
 		return backoff.Decision{}, time.Time{}, false
 	}
-	return c.decision, c.fireAt, true
+	if c.run == nil {
+		return backoff.Decision{Outcome: backoff.OutcomeExhausted}, time.Time{}, true
+	}
+	res, _, decided := c.run.outcome()
+	if !decided {
+		return backoff.Decision{}, time.Time{}, false
+	}
+	return res.Decision, res.FireAt, true
 }
 
-// ExhaustedError is returned, wrapped so that it also matches
-// asynq.SkipRetry, for an attempt that asynq delivers after the rule's last
-// one. That happens when asynq itself used up attempts the handler never
-// finished (lease expired, deadline exceeded) and the task was enqueued with
-// a MaxRetry larger than the rule allows. The handler is not run.
+// ExhaustedError is returned, matching asynq.SkipRetry, for a delivery past
+// the rule's last attempt; the handler is not run and asynq archives the
+// task. It happens when the last attempt's context ended before the
+// handler returned (a timeout, a cancel): asynq then retries the task on
+// its own, and rebound, having already reported that attempt as the last,
+// archives the delivery that follows without running it or reporting it
+// again.
 type ExhaustedError struct {
 	// TaskID is the task's ID.
 	TaskID string
-	// Attempt is the 1-based number of the attempt asynq delivered.
+	// Attempt is the 1-based number of the delivery refused.
 	Attempt int
 	// MaxAttempts is the rule's cap.
 	MaxAttempts int
 }
 
-// Error says which attempt was refused and why.
+// Error says which delivery was refused and why.
 func (e *ExhaustedError) Error() string {
-	return fmt.Sprintf("reboundasynq: task %s delivered for attempt %d, past MaxAttempts %d; archived without running",
-		e.TaskID, e.Attempt, e.MaxAttempts)
+	return fmt.Sprintf("reboundasynq: task %s delivered for attempt %d after its last attempt (%d of %d) failed; archived without running",
+		e.TaskID, e.Attempt, e.Attempt-1, e.MaxAttempts)
 }

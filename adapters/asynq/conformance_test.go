@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/conformance"
 	"github.com/rebound-go/rebound/internal/testenv"
 )
@@ -67,8 +67,14 @@ func (h harness) retrier(t testing.TB, cfg conformance.Config) *Retrier {
 	if h.precise {
 		opts = append(opts, WithPrecise())
 	}
-	opts = append(opts, WithErrorHandler(func(err error) { t.Errorf("rebound reported: %v", err) }))
-	return mustNew(t, cfg.Rule, opts...)
+	if t != nil {
+		opts = append(opts, WithErrorHandler(func(err error) { t.Errorf("rebound reported: %v", err) }))
+	}
+	r, err := New(cfg.Rule, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return r
 }
 
 func (h harness) Start(t testing.TB, cfg conformance.Config) conformance.Engine {
@@ -96,31 +102,22 @@ func (h harness) Start(t testing.TB, cfg conformance.Config) conformance.Engine 
 
 // HookDelay runs the middleware's decision step for a failure that ended
 // now, then RetryDelay on its result, as asynq would, and returns the gap
-// between the failure and the time asynq would store.
+// between the failure and the time the retry runs: the whole second asynq
+// stores, or in precise mode the exact time the middleware waits for.
 func (h harness) HookDelay(cfg conformance.Config, id string, attempt int, err error) (time.Duration, bool) {
-	r, e := New(cfg.Rule, func() []Option {
-		if h.precise {
-			return []Option{WithPrecise()}
-		}
-		return nil
-	}()...)
-	if e != nil {
-		panic(e)
-	}
+	r := h.retrier(nil, cfg)
 	end := time.Now()
-	c := r.conclude(cfg.Rule, backoff.Key(id), attempt, cfg.Rule.MaxAttempts(), false, err, end, h.precise)
-	var out error = c
-	if errors.Is(out, asynq.SkipRetry) || !c.decision.Retry() {
+	c := r.decideNow(asynq.NewTaskWithHeaders(kind, nil, map[string]string{"suite": "1"}), id, attempt-1, math.MaxInt32, err, end)
+	if errors.Is(c, asynq.SkipRetry) {
 		return 0, false
 	}
 	// asynq: d := RetryDelayFunc(...); retryAt := time.Now().Add(d).
-	d := r.RetryDelay(attempt-1, out, nil)
+	d := r.RetryDelay(attempt-1, c, nil)
 	fire := time.Now().Add(d)
-	if !h.precise {
-		// What asynq stores and fires on: the whole second.
-		fire = time.Unix(fire.Unix(), 0)
+	if _, at, _ := Decision(c); h.precise {
+		fire = at // the middleware waits until exactly this time
 	} else {
-		fire = c.fireAt // the middleware waits until exactly this time
+		fire = time.Unix(fire.Unix(), 0) // what asynq stores and fires on
 	}
 	return fire.Sub(end), true
 }

@@ -1,43 +1,89 @@
 package reboundasynq
 
 import (
-	"errors"
+	"math"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/safe"
+	"github.com/rebound-go/rebound/observe"
 )
 
-// conclude decides what follows the failed attempt of the task keyed by src
-// that ended at end: the decision under rule, and the absolute fire time of
-// a retry, exact when exact is set, otherwise rounded up to a whole second.
-// last says that asynq archives the task after this run whatever the error
-// (its retry count has reached the task's MaxRetry).
-func (r *Retrier) conclude(rule backoff.Rule, src backoff.Source, attempt, maxAttempts int, last bool, err error, end time.Time, exact bool) *carrier {
-	var dec backoff.Decision
-	uncounted := false
+// MaxDelay is the longest delay a retry waits: a longer one (a policy or a
+// retry-after hint near the time.Duration limit) is cut to it. It is the
+// Duration limit, about 292 years, less the two seconds rounding a fire
+// time up to a whole second may add, so that the delay asynq is handed
+// never overflows into a retry at once. asynq stores the fire time as Unix
+// seconds in a Redis sorted-set score, exact up to 2^53 seconds, which
+// holds any time a Duration can reach.
+const MaxDelay = math.MaxInt64 - 2*time.Second
+
+// latestExact is the latest fire time precise mode can carry in
+// HeaderRetryAt (Unix nanoseconds in an int64, the year 2262); later ones
+// are rounded up to a whole second instead.
+var latestExact = time.Unix(0, math.MaxInt64)
+
+// judge decides what follows the handler's outcome e of run ru, which
+// ended at end while the task's context was live: the outcome asynq will
+// apply when it gets the middleware's error. It returns the result for
+// observers, and whether its FireAt is exact (to be stored in
+// HeaderRetryAt).
+func (r *Retrier) judge(ru *run, e error, skip, revoke bool, end time.Time) (observe.Result, bool) {
 	switch {
-	case errors.Is(err, asynq.SkipRetry):
-		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
-	case !backoff.IsPermanent(err) && !last && !r.counts(err):
-		// asynq retries without counting (a snooze): the cap does not
-		// apply, and the wait is the rule's delay for this attempt.
-		dec = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.policyDelay(rule, attempt, err, src)}
-		uncounted = true
-	default:
-		dec = r.decide(rule, attempt, maxAttempts, err, src)
+	case e == nil:
+		return observe.Result{}, false
+	case revoke, skip:
+		return observe.Result{Err: e, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, false
 	}
-	c := &carrier{err: err, decision: dec, uncounted: uncounted}
-	if dec.Retry() {
-		c.fireAt = end.Add(dec.Delay)
-		c.exact = exact
-		if !exact {
-			c.fireAt = roundUp(c.fireAt)
-		}
+	exact := r.precise && ru.headers != nil
+	return r.failure(ru, e, end, exact, !ru.last)
+}
+
+// failure decides a failed run of ru with error e at time from, under the
+// rule, keyed by the task. snooze allows IsFailure to make it a run that
+// does not count (asynq retries it uncounted, unless it is the task's last
+// allowed run). A retry fires at from plus its delay, exactly when exact
+// is set and the time can be carried, otherwise rounded up to a whole
+// second.
+func (r *Retrier) failure(ru *run, e error, from time.Time, exact, snooze bool) (observe.Result, bool) {
+	src := r.source(ru.task, ru.id)
+	res := observe.Result{Err: e}
+	if snooze && !r.isPermanent(e) && !r.counts(e) {
+		// asynq retries without counting: the cap does not apply, and the
+		// wait is the rule's delay for this attempt.
+		res.Decision = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.policyDelay(ru.rule, ru.a.Number, e, src)}
+		res.Counting = observe.Snoozed
+	} else {
+		res.Decision = r.decide(ru.rule, ru.a.Number, ru.a.MaxAttempts, e, src)
 	}
-	return c
+	if !res.Decision.Retry() {
+		return res, false
+	}
+	res.Decision.Delay = min(res.Decision.Delay, MaxDelay)
+	res.FireAt, exact = fireTime(from, res.Decision.Delay, exact)
+	return res, exact
+}
+
+// fireTime is the time a retry delayed by d from from fires: exact when
+// asked for and HeaderRetryAt can carry it, otherwise rounded up to the
+// whole second asynq stores.
+func fireTime(from time.Time, d time.Duration, exact bool) (time.Time, bool) {
+	at := from.Add(d)
+	if exact && !at.After(latestExact) {
+		return at, true
+	}
+	return roundUp(at), false
+}
+
+// roundUp returns the first whole Unix second at or after t.
+func roundUp(t time.Time) time.Time {
+	s := t.Truncate(time.Second)
+	if s.Before(t) {
+		s = s.Add(time.Second)
+	}
+	return s
 }
 
 // counts reports whether err counts as an attempt (asynq.Config.IsFailure).
@@ -47,6 +93,14 @@ func (r *Retrier) counts(err error) bool {
 		return true
 	}
 	ok, perr := safe.Value("is-failure", true, func() bool { return r.isFailure(err) })
+	r.notify.Report(perr)
+	return ok
+}
+
+// isPermanent reports whether err is marked backoff.Permanent; an error
+// whose methods panic while it is asked is not.
+func (r *Retrier) isPermanent(err error) bool {
+	ok, perr := safe.Value("policy", false, func() bool { return backoff.IsPermanent(err) })
 	r.notify.Report(perr)
 	return ok
 }
@@ -78,13 +132,14 @@ func (r *Retrier) policyDelay(rule backoff.Rule, attempt int, err error, src bac
 
 // decide is rule's decision after attempt for the task keyed by src, with
 // maxAttempts possibly below the rule's (asynq's MaxRetry is lower). A
-// panicking policy retries after the fallback delay while attempts are left.
+// panicking policy retries after the fallback delay while attempts are
+// left; a permanent error stays permanent.
 func (r *Retrier) decide(rule backoff.Rule, attempt, maxAttempts int, err error, src backoff.Source) backoff.Decision {
 	dec, perr := safe.Value("policy", backoff.Decision{}, func() backoff.Decision { return rule.Decide(attempt, err, src) })
 	if perr != nil {
 		r.notify.Report(perr)
 		dec = backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: r.fallback}
-		if backoff.IsPermanent(err) {
+		if r.isPermanent(err) {
 			dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
 		}
 	}

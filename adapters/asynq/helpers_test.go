@@ -268,3 +268,16 @@ func fixed(t testing.TB, d time.Duration) backoff.Policy {
 	t.Helper()
 	return backoff.Must(backoff.Fixed(d))
 }
+
+// decideNow runs the middleware's decision step for a failure with err of
+// task t (ID id, retry count n, MaxRetry k) that ended at end while its
+// context was live, as the middleware does, and returns the error it
+// hands asynq.
+func (r *Retrier) decideNow(t *asynq.Task, id string, n, k int, err error, end time.Time) *carrier {
+	ru := r.newRun(t, id, "q", n, k, r.RuleFor(t.Type()))
+	ru.started, ru.ctx = true, context.Background()
+	e, text, skip, revoke := r.harden(err)
+	res, exact := r.judge(ru, e, skip, revoke, end)
+	res, _ = r.decideRun(ru, res, exact)
+	return &carrier{run: ru, err: e, text: text, skip: skip, revoke: revoke, gaveUp: !res.Decision.Retry()}
+}

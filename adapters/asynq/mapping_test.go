@@ -114,15 +114,17 @@ func TestMaxRetryBelowRule(t *testing.T) {
 	})
 }
 
-// TestMaxRetryOption: the enqueue option makes asynq's MaxRetry agree.
+// TestMaxRetryOption: the enqueue option gives asynq one retry more than
+// the rule allows, so asynq asks rebound about every failure of the last
+// attempt.
 func TestMaxRetryOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 7))
 		s := start(t, miniRedis(t), "q", r, func(ctx context.Context, _ *asynq.Task) error { return nil }, serverOpts{})
 		s.insp.PauseQueue(s.queue)
 		id := s.enqueue(t, nil, nil, r.MaxRetry())
-		if info := s.info(t, id); info == nil || info.MaxRetry != 6 {
-			t.Fatalf("task info %+v, want MaxRetry 6", info)
+		if info := s.info(t, id); info == nil || info.MaxRetry != 7 {
+			t.Fatalf("task info %+v, want MaxRetry 7 (one spare retry)", info)
 		}
 	})
 }
@@ -292,8 +294,8 @@ func TestKindRules(t *testing.T) {
 		pause := asynq.NewTask("b", nil, r.MaxRetryFor("b"))
 		s.insp.PauseQueue(s.queue)
 		info, err := s.client.Enqueue(pause, asynq.Queue(s.queue))
-		if err != nil || info.MaxRetry != 3 {
-			t.Errorf("MaxRetryFor(b) enqueued MaxRetry %v (%v), want 3", info.MaxRetry, err)
+		if err != nil || info.MaxRetry != 4 {
+			t.Errorf("MaxRetryFor(b) enqueued MaxRetry %v (%v), want 4", info.MaxRetry, err)
 		}
 	})
 }

@@ -3,8 +3,10 @@ package reboundasynq
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/hibiken/asynq"
 
@@ -18,6 +20,11 @@ import (
 // a longer wait means clocks disagree or the header is bogus, and the
 // attempt runs rather than holding a worker indefinitely.
 const maxPreciseWait = time.Second
+
+// maxStoredAttempts is the largest attempts cap asynq can honour: it
+// stores MaxRetry and the retry count as int32, so a task runs at most
+// math.MaxInt32+1 times.
+const maxStoredAttempts = math.MaxInt32 + 1
 
 // Middleware is an asynq.MiddlewareFunc; register it with mux.Use. It numbers
 // each attempt, enforces the rule's attempts cap, turns handler panics into
@@ -39,74 +46,131 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	if !okID || !okN {
 		return next.ProcessTask(ctx, t)
 	}
-	queue, _ := asynq.GetQueueName(ctx)
+	n = max(n, 0)
 	rule := r.RuleFor(t.Type())
-	attempt := max(n, 0) + 1
-	maxAttempts := rule.MaxAttempts()
+	if n >= rule.MaxAttempts() {
+		return refuse(id, n+1, rule.MaxAttempts())
+	}
+	queue, _ := asynq.GetQueueName(ctx)
 	k, okK := asynq.GetMaxRetry(ctx)
-	if okK && k >= 0 && k+1 < maxAttempts {
-		maxAttempts = k + 1 // asynq archives before the rule would.
+	if !okK {
+		k = -1
 	}
-	// On asynq's last allowed run it archives a failed task whatever
-	// IsFailure says.
-	last := okK && n >= k
-	headers := t.Headers()
-	a := observe.Attempt{
-		System:      System,
-		Queue:       queue,
-		JobID:       id,
-		Kind:        t.Type(),
-		Number:      attempt,
-		MaxAttempts: maxAttempts,
-	}
-	if headers != nil {
-		a.Carrier = observe.MapCarrier(headers)
-	}
-
-	if attempt > rule.MaxAttempts() {
-		err := &ExhaustedError{TaskID: id, Attempt: attempt, MaxAttempts: rule.MaxAttempts()}
-		c := &carrier{err: err, decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}
-		ctx = r.notify.Started(ctx, a)
-		r.notify.Ended(ctx, a, observe.Result{Err: err, Decision: c.decision})
-		return c
-	}
+	ru := r.newRun(t, id, queue, n, k, rule)
+	r.flight.add(ru)
 
 	var err error
-	if r.precise && headers != nil {
-		err = waitUntil(ctx, headers[HeaderRetryAt])
+	if r.precise && ru.carrier != nil {
+		err = waitUntil(ctx, ru.carrier.base[HeaderRetryAt])
 	}
-	ctx = r.notify.Started(ctx, a)
+	sctx := r.notify.Started(ctx, ru.a)
+	ru.mu.Lock()
+	ru.ctx, ru.started = sctx, true
+	ru.mu.Unlock()
+	r.report(ru) // RetryDelay may have decided the run during the wait
+	// When asynq is done with the run, or its context ends first, settle
+	// what it did.
+	context.AfterFunc(ctx, func() { r.settle(ctx, ru) })
 	if err == nil {
-		err = run(ctx, next, t)
+		err = call(sctx, next, t)
 	}
 	end := time.Now()
-	if err == nil {
-		r.notify.Ended(ctx, a, observe.Result{})
+
+	e, text, skip, revoke := r.harden(err)
+	c := &carrier{run: ru, err: e, text: text, skip: skip, revoke: revoke}
+	if ctx.Err() != nil {
+		// asynq stopped waiting for this return when the context ended and
+		// handles the run on its own goroutine; settle and RetryDelay
+		// learn what it did.
+		return c
+	}
+	res, exact := r.judge(ru, e, skip, revoke, end)
+	res, _ = r.decideRun(ru, res, exact)
+	if e == nil {
 		return nil
 	}
-
-	if errors.Is(err, asynq.RevokeTask) {
-		r.notify.Ended(ctx, a, observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}})
-		return err
-	}
-	// In precise mode the exact fire time travels in the headers. Once the
-	// context is done asynq's own goroutine may already be reading them:
-	// never write to them then, and round up instead.
-	exact := r.precise && headers != nil && ctx.Err() == nil
-	c := r.conclude(rule, r.source(t, id), attempt, maxAttempts, last, err, end, exact)
-	if exact && c.decision.Retry() {
-		headers[HeaderRetryAt] = strconv.FormatInt(c.fireAt.UnixNano(), 10)
-	}
-	r.notify.Ended(ctx, a, c.result())
+	c.gaveUp = !res.Decision.Retry()
 	return c
 }
 
-// run calls the handler, turning a panic into a *observe.PanicError.
-func run(ctx context.Context, next asynq.Handler, t *asynq.Task) (err error) {
+// newRun builds the run of task t with the given ID, delivered from queue
+// with retry count n and MaxRetry k (k < 0: unknown).
+func (r *Retrier) newRun(t *asynq.Task, id, queue string, n, k int, rule backoff.Rule) *run {
+	maxAttempts := min(rule.MaxAttempts(), maxStoredAttempts)
+	if k >= 0 && k < maxAttempts-1 {
+		maxAttempts = k + 1 // asynq archives before the rule would.
+	}
+	ru := &run{
+		key:  keyOf(t, n),
+		pay:  unsafe.Pointer(unsafe.SliceData(t.Payload())),
+		task: t,
+		id:   id,
+		rule: rule,
+		last: k >= 0 && n >= k,
+		a: observe.Attempt{
+			System:      System,
+			Queue:       queue,
+			JobID:       id,
+			Kind:        t.Type(),
+			Number:      n + 1,
+			MaxAttempts: maxAttempts,
+		},
+	}
+	if h := t.Headers(); h != nil {
+		ru.headers, ru.carrier = h, newHeaderCarrier(h)
+		ru.a.Carrier = ru.carrier
+	}
+	return ru
+}
+
+// refuse is the middleware's answer to a delivery past the rule's cap: the
+// handler does not run, nothing is reported (the last attempt was), and
+// asynq archives the task.
+func refuse(id string, attempt, maxAttempts int) error {
+	err := &ExhaustedError{TaskID: id, Attempt: attempt, MaxAttempts: maxAttempts}
+	return &carrier{err: err, text: err.Error(), gaveUp: true}
+}
+
+// call calls the handler, turning a panic into a *observe.PanicError.
+func call(ctx context.Context, next asynq.Handler, t *asynq.Task) (err error) {
 	if perr := safe.Call("handler", func() { err = next.ProcessTask(ctx, t) }); perr != nil {
 		return perr
 	}
 	return err
+}
+
+// settle runs once asynq's context for the run has ended. After a run the
+// middleware decided, that is asynq's own clean-up, and the run is done.
+// Otherwise the context ended first and asynq handled the run itself:
+//
+//   - a timeout on the task's last allowed run: asynq archives it;
+//   - any other timeout, cancel or lost lease: asynq hands the failure to
+//     RetryDelay, which decides the run (see [Retrier.RetryDelay]);
+//   - a server shutting down: asynq puts the task back without counting
+//     the run, and asks nothing.
+//
+// So a run RetryDelay has not decided within the grace period was put
+// back: it is reported as [observe.Interrupted].
+func (r *Retrier) settle(ctx context.Context, ru *run) {
+	if _, _, decided := ru.outcome(); decided {
+		r.flight.remove(ru)
+		return
+	}
+	cause := ctx.Err()
+	if errors.Is(cause, context.DeadlineExceeded) && ru.last {
+		r.decideRun(ru, observe.Result{Err: cause, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}, false)
+		r.flight.remove(ru)
+		return
+	}
+	time.AfterFunc(r.grace, func() {
+		r.decideRun(ru, observe.Result{
+			Err:      cause,
+			Decision: backoff.Decision{Outcome: backoff.OutcomeRetry},
+			FireAt:   time.Now(),
+			Counting: observe.Interrupted,
+		}, false)
+		r.flight.remove(ru)
+	})
 }
 
 // waitUntil blocks until the time stored in v (Unix nanoseconds), at most

@@ -3,6 +3,7 @@ package reboundasynq
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -35,7 +36,17 @@ type Retrier struct {
 	fallback  time.Duration
 	isFailure func(error) bool
 	key       func(t *asynq.Task, taskID string) backoff.Source
+	flight    flight
+	// grace is how long after a run's context ended without the
+	// middleware deciding it rebound waits for asynq to hand the failure
+	// to RetryDelay before it concludes that asynq put the task back.
+	grace time.Duration
 }
+
+// interruptGrace is the default grace: asynq hands a failure to RetryDelay
+// within microseconds of the context ending, after the server's own
+// ErrorHandler returns.
+const interruptGrace = 2 * time.Second
 
 // New returns a Retrier that applies rule to every task type not given its
 // own rule with [WithKindRule]. The rule must come from [backoff.NewRule].
@@ -48,6 +59,7 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 		rule:     rule,
 		fallback: DefaultFallbackDelay,
 		notify:   notify.Notifier{Prefix: "reboundasynq"},
+		grace:    interruptGrace,
 	}
 	for _, opt := range opts {
 		if opt == nil {
@@ -83,12 +95,14 @@ func (r *Retrier) RuleFor(taskType string) backoff.Rule {
 // see [Retrier.MaxRetryFor].
 func (r *Retrier) MaxRetry() asynq.Option { return r.maxRetry(r.rule) }
 
-// MaxRetryFor returns the enqueue option asynq.MaxRetry(MaxAttempts-1) for
-// the rule of the given task type, so that asynq's own retry counters and
-// dashboards agree with the rule. The middleware enforces the cap without
-// it.
+// MaxRetryFor returns the enqueue option asynq.MaxRetry for the rule of the
+// given task type: MaxAttempts, one retry more than the rule allows, so
+// that asynq hands rebound every failure of the rule's last attempt, even
+// one whose context ended before the handler returned (the middleware
+// archives the task after that attempt either way). It is capped at
+// math.MaxInt32, the most asynq stores. [Retrier.NewTask] sets it.
 func (r *Retrier) MaxRetryFor(taskType string) asynq.Option { return r.maxRetry(r.RuleFor(taskType)) }
 
 func (r *Retrier) maxRetry(rule backoff.Rule) asynq.Option {
-	return asynq.MaxRetry(rule.MaxAttempts() - 1)
+	return asynq.MaxRetry(min(rule.MaxAttempts(), math.MaxInt32))
 }

@@ -2,11 +2,15 @@ package reboundasynq
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/safe"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // margin is added to a delay aimed at a whole second S. asynq computes
@@ -17,35 +21,107 @@ const margin = time.Millisecond
 
 // RetryDelay is an asynq.RetryDelayFunc. Set it as Config.RetryDelayFunc.
 //
-// For an error returned through [Retrier.Middleware] it returns the time left
-// until the fire time the middleware fixed, so the decision made there is
-// the one applied. For any other error (no middleware, lease expired,
-// deadline exceeded) it returns the rule's delay for attempt n+1 with fresh
-// jitter, rounded up so the retry fires on a whole second. It never panics
-// and never returns a negative delay.
+// asynq calls it, on its own goroutine, for every failed run it retries.
+// For a run the middleware decided it returns the time left until the fire
+// time fixed there, so the decision the observer heard is the one applied,
+// and stores what the attempt carries to the next one (the observer's
+// carrier, precise mode's [HeaderRetryAt]) in the task's headers, just
+// before asynq stores the task. For a run whose context ended before the
+// handler returned (a timeout, a cancel), it decides the run itself under
+// the rule, keyed by the task ID, and reports it. For an error that did not
+// come through the middleware at all it returns the rule's delay for
+// attempt n+1 with fresh jitter, rounded up to a whole second.
+//
+// It never panics, never returns a negative delay, and never returns a
+// delay that rounds a fire time down.
 func (r *Retrier) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	now := time.Now()
 	var c *carrier
-	if errors.As(err, &c) && c.decision.Retry() {
-		if c.exact {
-			return max(c.fireAt.Sub(now), 0)
-		}
-		return max(c.fireAt.Sub(now), 0) + margin
+	found, perr := safe.Value("error text", false, func() bool { return errors.As(err, &c) })
+	r.notify.Report(perr)
+	var ru *run
+	switch {
+	case found && c.run != nil:
+		ru, err = c.run, c.err
+	case found:
+		return 0 // a refused delivery asynq retries anyway: archive it soon
+	default:
+		ru = r.flight.find(t, max(n, 0))
 	}
+	if ru == nil {
+		return r.unknownDelay(n, err, t, now)
+	}
+	res, exact, decided := ru.outcome()
+	if !decided {
+		// The run's context ended before the handler returned: asynq
+		// handles it and asks here; decide it as asynq will apply it.
+		res, exact = r.failure(ru, err, now, false, true)
+		if res, exact = r.decideRun(ru, res, exact); !res.Decision.Retry() {
+			return 0 // the next delivery is past the cap and is archived
+		}
+		return until(res.FireAt, now, exact)
+	}
+	if !res.Decision.Retry() || res.Counting == observe.Interrupted {
+		// asynq retries a run rebound reported otherwise: its context ended
+		// between the middleware's decision and asynq's, or a middleware
+		// outside rebound's dropped the error.
+		r.notify.Report(fmt.Errorf("reboundasynq: asynq retries task %s after attempt %d, which was reported as %s: a middleware outside rebound's must return rebound's error (wrapped with %%w is fine)",
+			ru.id, ru.a.Number, res.Outcome()))
+		if res.Err == nil || res.Counting == observe.Interrupted {
+			res, exact = r.failure(ru, err, now, false, true)
+			return until(res.FireAt, now, exact)
+		}
+		return 0
+	}
+	r.apply(ru, res, exact)
+	return until(res.FireAt, now, exact)
+}
+
+// until is the delay that makes asynq store fireAt: the time left, plus the
+// margin when fireAt is a whole second. It never overflows and is never
+// negative.
+func until(fireAt, now time.Time, exact bool) time.Duration {
+	d := max(fireAt.Sub(now), 0)
+	if !exact && d <= MaxDelay {
+		d += margin
+	}
+	return d
+}
+
+// apply stores in the task's headers what the run carries to the next
+// attempt: what the observer set in its carrier, and in precise mode the
+// exact fire time. It runs on asynq's goroutine after the handler
+// returned, right before asynq stores the task: the one moment nothing
+// else reads or writes asynq's header map.
+func (r *Retrier) apply(ru *run, res observe.Result, exact bool) {
+	if ru.headers == nil {
+		return
+	}
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	if ru.applied {
+		return
+	}
+	ru.applied = true
+	for k, v := range ru.carrier.writes() {
+		ru.headers[k] = v
+	}
+	if exact {
+		ru.headers[HeaderRetryAt] = strconv.FormatInt(res.FireAt.UnixNano(), 10)
+	}
+}
+
+// unknownDelay is the delay for a failure that did not come through the
+// middleware (none registered, or the task was recovered from a crashed
+// worker): the rule's delay for attempt n+1, carrying on past the cap so
+// that a server without the middleware does not retry at once, with fresh
+// jitter, rounded up.
+func (r *Retrier) unknownDelay(n int, err error, t *asynq.Task, now time.Time) time.Duration {
 	rule := r.rule
 	if t != nil {
 		rule = r.RuleFor(t.Type())
 	}
-	attempt := max(n, 0) + 1
-	delay := r.policyDelay(rule, attempt, err, backoff.Source{})
-	return max(roundUp(now.Add(delay)).Sub(now), 0) + margin
-}
-
-// roundUp returns the first whole Unix second at or after t.
-func roundUp(t time.Time) time.Time {
-	s := t.Truncate(time.Second)
-	if s.Before(t) {
-		s = s.Add(time.Second)
-	}
-	return s
+	d := min(r.policyDelay(rule, max(n, 0)+1, err, backoff.Source{}), MaxDelay)
+	at, _ := fireTime(now, d, false)
+	return until(at, now, false)
 }

@@ -3,7 +3,6 @@ package reboundasynq
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -119,14 +118,14 @@ func TestObserverPanics(t *testing.T) {
 	}
 }
 
-// TestDeadlineExceededCap: when asynq's own deadline path wins, the
-// middleware's SkipRetry never reaches asynq and asynq keeps retrying on its
-// MaxRetry; the next delivery past the rule's cap is archived without
-// running the handler.
+// TestDeadlineExceededCap: when the last attempt outlives its timeout,
+// asynq retries the task on its own (the middleware's SkipRetry never
+// reaches it); the delivery after the last attempt is archived without
+// running the handler and without being reported as another attempt.
 func TestDeadlineExceededCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		obs := &reboundtest.Recorder{}
-		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithObserver(obs))
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithObserver(obs), WithGiveUp(obs.GiveUp))
 		rc := newRecorder(func(string, int) error { return nil })
 		h := func(ctx context.Context, task *asynq.Task) error {
 			_ = rc.handle(ctx, task)
@@ -140,13 +139,15 @@ func TestDeadlineExceededCap(t *testing.T) {
 		if n := len(rc.get(id)); n != 2 {
 			t.Fatalf("handler ran %d times, want 2 (MaxAttempts)", n)
 		}
-		if !strings.Contains(info.LastErr, "past MaxAttempts 2") {
-			t.Errorf("LastErr %q, want the ExhaustedError", info.LastErr)
+		if want := (&ExhaustedError{TaskID: id, Attempt: 3, MaxAttempts: 2}).Error(); info.LastErr != want {
+			t.Errorf("LastErr %q, want %q", info.LastErr, want)
 		}
-		as, res := results(obs)
-		last := len(res) - 1
-		if as[last].Number != 3 || res[last].Decision.Outcome != backoff.OutcomeExhausted {
-			t.Errorf("last report %+v %+v, want attempt 3 exhausted", as[last], res[last])
+		time.Sleep(5 * time.Second)
+		if got := obs.Story(id); got != "1 retry 1s\n2 exhausted" {
+			t.Errorf("story:\n%s\nwant attempt 2 exhausted once, no third attempt", got)
+		}
+		if g := obs.GiveUps(); len(g) != 1 || g[0].Attempt.Number != 2 {
+			t.Errorf("give-up hook told %+v, want once, after attempt 2", g)
 		}
 	})
 }
@@ -174,7 +175,7 @@ func TestWithoutMiddleware(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rc := newRecorder(func(string, int) error { return errBoom })
 		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{noMiddleware: true})
-		id := s.enqueue(t, nil, nil, r.MaxRetry())
+		id := s.enqueue(t, nil, nil, asynq.MaxRetry(4))
 		s.waitState(t, id, asynq.TaskStateArchived, 2*time.Minute)
 		runs := rc.get(id)
 		if len(runs) != 5 {
@@ -258,7 +259,7 @@ func TestIsFailureOnLastRun(t *testing.T) {
 			return errBusy
 		})
 		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{isFailure: notBusy})
-		id := s.enqueue(t, nil, nil, r.MaxRetry())
+		id := s.enqueue(t, nil, nil, asynq.MaxRetry(1))
 		s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
 		if runs := rc.get(id); len(runs) != 2 {
 			t.Fatalf("ran %d times, want 2 (asynq archives the busy last run)", len(runs))
