@@ -328,3 +328,107 @@ func TestCancelProcessingTruth(t *testing.T) {
 		})
 	}
 }
+
+// TestCancelLastAttempt cancels a task's last attempt with the Inspector.
+// A task built by NewTask has a spare retry in asynq, so asynq hands the
+// cancelled run to RetryDelay: it is reported exhausted, once, and the
+// delivery asynq makes anyway is archived without running. A task enqueued
+// with asynq's MaxRetry at the rule's cap is archived by asynq on its own:
+// rebound cannot tell that cancel from a server shutdown and, as
+// documented, reports the run interrupted.
+func TestCancelLastAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []asynq.Option // beside NewTask's
+		story string
+		gives int
+	}{
+		{"spare-retry", nil, "1 exhausted", 1},
+		{"maxretry-at-cap", []asynq.Option{asynq.MaxRetry(0)}, "1 interrupted", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &reboundtest.Recorder{}
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 1), WithObserver(rec), WithGiveUp(rec.GiveUp))
+				running := make(chan struct{}, 2)
+				runs := 0
+				var mu sync.Mutex
+				h := func(ctx context.Context, _ *asynq.Task) error {
+					mu.Lock()
+					runs++
+					mu.Unlock()
+					running <- struct{}{}
+					<-ctx.Done()
+					return ctx.Err()
+				}
+				s := start(t, miniRedis(t), "q", r, h, serverOpts{})
+				info, err := s.client.Enqueue(r.NewTask(kind, nil, tc.opts...), asynq.Queue(s.queue))
+				if err != nil {
+					t.Fatal(err)
+				}
+				<-running
+				time.Sleep(100 * time.Millisecond)
+				if err := s.insp.CancelProcessing(info.ID); err != nil {
+					t.Fatal(err)
+				}
+				done := s.waitState(t, info.ID, asynq.TaskStateArchived, time.Minute)
+				time.Sleep(5 * time.Second)
+				mu.Lock()
+				if runs != 1 {
+					t.Errorf("handler ran %d times, want 1", runs)
+				}
+				mu.Unlock()
+				if got := rec.Story(info.ID); got != tc.story {
+					t.Errorf("story:\n%s\nwant:\n%s", got, tc.story)
+				}
+				if g := rec.GiveUps(); len(g) != tc.gives {
+					t.Errorf("give-up hook told %+v, want %d calls", g, tc.gives)
+				}
+				t.Logf("archived with last error %q", done.LastErr)
+			})
+		})
+	}
+}
+
+// TestOperatorWaitingTask archives or deletes, with the Inspector, a task
+// waiting for its retry. No attempt runs, so nothing more is reported: the
+// observer's last word stays the scheduled retry, the give-up hook is not
+// called, and the Retrier keeps nothing for the task.
+func TestOperatorWaitingTask(t *testing.T) {
+	for _, op := range []string{"archive", "delete"} {
+		t.Run(op, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rec := &reboundtest.Recorder{}
+				r := mustNew(t, mustRule(t, fixed(t, time.Minute), 3), WithObserver(rec), WithGiveUp(rec.GiveUp))
+				rc := newRecorder(func(string, int) error { return errBoom })
+				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+				info, err := s.client.Enqueue(r.NewTask(kind, nil), asynq.Queue(s.queue))
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.waitState(t, info.ID, asynq.TaskStateRetry, time.Minute)
+				if op == "archive" {
+					err = s.insp.ArchiveTask(s.queue, info.ID)
+				} else {
+					err = s.insp.DeleteTask(s.queue, info.ID)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(65 * time.Second) // past the minute the retry was due
+				if n := len(rc.get(info.ID)); n != 1 {
+					t.Errorf("handler ran %d times, want 1", n)
+				}
+				if got := rec.Story(info.ID); got != "1 retry 1m0s" {
+					t.Errorf("story:\n%s\nwant the one scheduled retry", got)
+				}
+				if g := rec.GiveUps(); len(g) != 0 {
+					t.Errorf("give-up hook told %+v", g)
+				}
+				if n := r.flight.len(); n != 0 {
+					t.Errorf("the Retrier still holds %d runs", n)
+				}
+			})
+		})
+	}
+}

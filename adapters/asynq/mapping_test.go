@@ -94,24 +94,39 @@ func TestMaxRetryAboveRule(t *testing.T) {
 	})
 }
 
-// TestMaxRetryBelowRule: asynq's smaller MaxRetry stops earlier, and the
-// observer is told the smaller cap and an exhausted end.
+// TestMaxRetryBelowRule: a task enqueued with a MaxRetry below the rule's
+// cap stops at asynq's cap (the middleware cannot raise it after the
+// fact): MaxAttempts is min(rule, MaxRetry+1), and the observer and the
+// give-up hook are told that smaller cap and an exhausted end.
 func TestMaxRetryBelowRule(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		obs := &reboundtest.Recorder{}
-		r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs))
-		rc := newRecorder(func(string, int) error { return errBoom })
-		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
-		id := s.enqueue(t, nil, nil, asynq.MaxRetry(1))
-		s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
-		if n := len(rc.get(id)); n != 2 {
-			t.Fatalf("handler ran %d times, want 2 (MaxRetry 1)", n)
-		}
-		as, res := results(obs)
-		if as[1].MaxAttempts != 2 || res[1].Decision.Outcome != backoff.OutcomeExhausted {
-			t.Errorf("last attempt reported %+v / %+v, want MaxAttempts 2 and exhausted", as[1], res[1])
-		}
-	})
+	for _, k := range []int{0, 1} {
+		t.Run(fmt.Sprintf("MaxRetry(%d)", k), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				obs := &reboundtest.Recorder{}
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs), WithGiveUp(obs.GiveUp))
+				rc := newRecorder(func(string, int) error { return errBoom })
+				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+				id := s.enqueue(t, nil, nil, asynq.MaxRetry(k))
+				s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
+				if n := len(rc.get(id)); n != k+1 {
+					t.Fatalf("handler ran %d times, want %d (MaxRetry %d)", n, k+1, k)
+				}
+				as, res := results(obs)
+				last := len(as) - 1
+				for _, a := range as {
+					if a.MaxAttempts != k+1 {
+						t.Errorf("attempt %d reported MaxAttempts %d, want %d", a.Number, a.MaxAttempts, k+1)
+					}
+				}
+				if res[last].Decision.Outcome != backoff.OutcomeExhausted {
+					t.Errorf("last attempt reported %s, want exhausted", res[last].Outcome())
+				}
+				if g := obs.GiveUps(); len(g) != 1 || g[0].Attempt.Number != k+1 {
+					t.Errorf("give-up hook told %+v, want once after attempt %d", g, k+1)
+				}
+			})
+		})
+	}
 }
 
 // TestMaxRetryOption: the enqueue option gives asynq one retry more than
@@ -296,6 +311,51 @@ func TestKindRules(t *testing.T) {
 		info, err := s.client.Enqueue(pause, asynq.Queue(s.queue))
 		if err != nil || info.MaxRetry != 4 {
 			t.Errorf("MaxRetryFor(b) enqueued MaxRetry %v (%v), want 4", info.MaxRetry, err)
+		}
+	})
+}
+
+// TestNewTask: a task built by NewTask has headers and its type's
+// MaxRetry, so precise mode is exact; options and headers given are kept.
+func TestNewTask(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, 1300*time.Millisecond), 3), WithPrecise(), WithObserver(rec),
+			WithKindRule("other", mustRule(t, fixed(t, time.Second), 9)))
+		rc := newRecorder(func(_ string, a int) error {
+			if a == 1 {
+				time.Sleep(123 * time.Millisecond) // end off a whole second
+				return errBoom
+			}
+			return nil
+		})
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+		info, err := s.client.Enqueue(r.NewTask(kind, []byte("p"), asynq.Retention(time.Hour)), asynq.Queue(s.queue))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.MaxRetry != 3 || info.Headers[HeaderTask] == "" {
+			t.Errorf("NewTask enqueued MaxRetry %d, headers %v; want 3 and %s", info.MaxRetry, info.Headers, HeaderTask)
+		}
+		done := s.waitState(t, info.ID, asynq.TaskStateCompleted, time.Minute)
+		runs := rc.get(info.ID)
+		e, _ := rec.Last(info.ID)
+		first := rec.Job(info.ID)[0]
+		if want := runs[0].end.Add(1300 * time.Millisecond); first.Result.FireAt.Sub(want).Abs() > time.Millisecond || first.Result.FireAt.Nanosecond() == 0 {
+			t.Errorf("attempt 1 FireAt %v, want the exact end+1.3s %v (precise mode needs headers)", first.Result.FireAt, want)
+		}
+		if runs[1].start.Before(first.Result.FireAt) || e.Result.Outcome() != "success" {
+			t.Errorf("retry started %v, before FireAt %v (or ended %s)", runs[1].start, first.Result.FireAt, e.Result.Outcome())
+		}
+		if done.Headers[HeaderRetryAt] == "" {
+			t.Errorf("completed task headers %v, want %s stored by the retry", done.Headers, HeaderRetryAt)
+		}
+
+		task := r.NewTaskWithHeaders("other", nil, map[string]string{"traceparent": "x"}, asynq.MaxRetry(2))
+		s.insp.PauseQueue(s.queue)
+		info, err = s.client.Enqueue(task, asynq.Queue(s.queue))
+		if err != nil || info.MaxRetry != 2 || info.Headers["traceparent"] != "x" || info.Headers[HeaderTask] == "" {
+			t.Errorf("NewTaskWithHeaders enqueued %+v (%v), want MaxRetry 2 from the option and both headers", info, err)
 		}
 	})
 }
