@@ -20,11 +20,6 @@ import (
 // holds any time a Duration can reach.
 const MaxDelay = math.MaxInt64 - 2*time.Second
 
-// latestExact is the latest fire time precise mode can carry in
-// HeaderRetryAt (Unix nanoseconds in an int64, the year 2262); later ones
-// are rounded up to a whole second instead.
-var latestExact = time.Unix(0, math.MaxInt64)
-
 // judge decides what follows the handler's outcome e of run ru, which
 // ended at end while the task's context was live: the outcome asynq will
 // apply when it gets the middleware's error. It returns the result for
@@ -67,11 +62,10 @@ func (r *Retrier) failure(ru *run, e error, from time.Time, exact, snooze bool) 
 }
 
 // fireTime is the time a retry delayed by d from from fires: exact when
-// asked for and HeaderRetryAt can carry it, otherwise rounded up to the
-// whole second asynq stores.
+// asked for, otherwise rounded up to the whole second asynq stores.
 func fireTime(from time.Time, d time.Duration, exact bool) (time.Time, bool) {
 	at := from.Add(d)
-	if exact && !at.After(latestExact) {
+	if exact {
 		return at, true
 	}
 	return roundUp(at), false

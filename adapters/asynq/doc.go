@@ -44,10 +44,13 @@
 // asynq stops waiting for a handler when the task's context ends (its
 // Timeout or deadline, an Inspector.CancelProcessing) and handles the run
 // on its own goroutine; the handler's return then goes nowhere. The
-// Retrier keeps each run until asynq is done with it, and RetryDelay,
-// called by asynq with the context's error, finds the run and decides it
-// under the rule, keyed by the task ID, exactly as the middleware would
-// have: see "What observers are told".
+// Retrier keeps each run until asynq is done with it. RetryDelay, called
+// by asynq with the context's error, finds the run, waits for its handler
+// to return (at most ten seconds), and decides it under the rule, keyed by
+// the task ID, exactly as the middleware would have: see "What observers
+// are told". While it waits asynq has stored nothing, so the task's next
+// attempt never runs alongside a handler that outlived its deadline, and
+// the worker slot stays taken, as it really is.
 //
 // # Attempts cap
 //
@@ -85,9 +88,12 @@
 // that time waits in the middleware until it is due (at most one second,
 // holding a worker slot and counting against the task's timeout). Jitter
 // then spreads any window, as long as the server's Concurrency covers the
-// tasks due within one second. Precise mode needs a task with headers
-// (NewTask); a task without them, and a retry decided by RetryDelay after
-// the task's context ended, are rounded up.
+// tasks due within one second. The wait never ends early: a cancel or a
+// deadline that comes during it reaches the handler at the due time, as a
+// context already done (asynq counts that run as failed). Precise mode
+// needs a task with headers (NewTask); a task without them is rounded up,
+// and so is a retry after a handler that outlived its deadline by more
+// than ten seconds (its headers cannot be written while it runs).
 //
 // # What observers are told
 //
@@ -106,10 +112,10 @@
 //   - asynq.SkipRetry: permanent, archived; asynq.RevokeTask: permanent,
 //     deleted.
 //   - The task's timeout or deadline passes first: a counted failure with
-//     context.DeadlineExceeded, whatever the handler returns later, retried
-//     after the rule's keyed delay from the moment asynq gave up on it,
-//     rounded up to a whole second; on asynq's last allowed run, exhausted
-//     (asynq archives it). asynq's timeouts are whole seconds.
+//     context.DeadlineExceeded, whatever the handler returns, reported when
+//     the handler returns, retried after the rule's keyed delay from then;
+//     on asynq's last allowed run, exhausted (asynq archives it). asynq's
+//     timeouts are whole seconds.
 //   - Inspector.CancelProcessing, or a server BaseContext cancelled: asynq
 //     counts a failure with context.Canceled and retries it; reported as
 //     such, with the fire time asynq stores.
@@ -134,9 +140,11 @@
 // its retry runs no attempt: nothing more is reported, the give-up hook is
 // not called, and the Retrier keeps nothing for the task.
 //
-// Across an attempt whose context ended, the observer's carrier writes are
-// dropped (asynq may encode the headers at that very moment), so an
-// OpenTelemetry span of the next attempt links to the one before it.
+// The observer's carrier is a copy of the task's headers: what the
+// observer sets reaches the task only through RetryDelay, on asynq's
+// goroutine, just before asynq stores the task. After a handler that
+// outlived its deadline by more than ten seconds it is dropped, so an
+// OpenTelemetry span of the next attempt links to the one before.
 //
 // # Limits
 //

@@ -79,6 +79,17 @@ func watchRetries(t testing.TB, s *server, id string) *retryWatch {
 	return w
 }
 
+// matches reports whether fireAt, as an observer was told it, is what
+// asynq stored for retry count retried: the same whole second, or in
+// precise mode the second asynq stores for an exact time.
+func (w *retryWatch) matches(retried int, fireAt time.Time, precise bool) (time.Time, bool) {
+	at, ok := w.at(retried)
+	if precise {
+		return at, ok && fireAt.Truncate(time.Second).Equal(at)
+	}
+	return at, ok && fireAt.Equal(at)
+}
+
 func (w *retryWatch) at(retried int) (time.Time, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -100,10 +111,13 @@ func TestPreciseWaitCancelled(t *testing.T) {
 		r := mustNew(t, mustRule(t, fixed(t, 2*time.Second), 5), WithPrecise(), WithObserver(carrierWriter{rec}))
 		var mu sync.Mutex
 		runs := 0
+		var starts []time.Time
+		var ctxErrs []error
 		h := func(ctx context.Context, _ *asynq.Task) error {
 			mu.Lock()
 			runs++
 			n := runs
+			starts, ctxErrs = append(starts, time.Now()), append(ctxErrs, ctx.Err())
 			mu.Unlock()
 			if n == 1 {
 				time.Sleep(123 * time.Millisecond) // end off a whole second
@@ -139,11 +153,21 @@ func TestPreciseWaitCancelled(t *testing.T) {
 		if second.Attempt.Number != 2 || !second.Result.Counts() || !errors.Is(second.Result.Err, context.Canceled) || !second.Result.Decision.Retry() {
 			t.Errorf("attempt 2 reported as %d %s (err %v), want a counted failure with context.Canceled, retried", second.Attempt.Number, second.Result.Outcome(), second.Result.Err)
 		}
-		if at, ok := w.at(2); !ok || !second.Result.FireAt.Equal(at) {
-			t.Errorf("attempt 2 reported FireAt %v, asynq stored %v (seen: %v)", second.Result.FireAt, at, ok)
+		if at, ok := w.matches(2, second.Result.FireAt, true); !ok {
+			t.Errorf("attempt 2 reported FireAt %v, asynq stored %v", second.Result.FireAt, at)
 		}
 		if evs[2].Attempt.Number != 3 || evs[2].Result.Outcome() != "success" {
 			t.Errorf("third run reported as %d %s, want 3 success", evs[2].Attempt.Number, evs[2].Result.Outcome())
+		}
+		// The hold is not cut short: attempt 2 runs at its time, its context
+		// already cancelled, and the next retry is decided from then.
+		mu.Lock()
+		defer mu.Unlock()
+		if runs != 3 || !errors.Is(ctxErrs[1], context.Canceled) {
+			t.Fatalf("handler ran %d times (context errors %v), want 3, the second with its context cancelled", runs, ctxErrs)
+		}
+		if starts[1].Before(evs[0].Result.FireAt) || starts[2].Before(second.Result.FireAt) {
+			t.Errorf("runs started at %v, before the fire times %v and %v the observer was told", starts, evs[0].Result.FireAt, second.Result.FireAt)
 		}
 	})
 }
@@ -215,8 +239,8 @@ func TestTimeoutTruth(t *testing.T) {
 					if e.Result.Decision != want {
 						t.Errorf("attempt %d decided %+v, want the rule's keyed %+v", n, e.Result.Decision, want)
 					}
-					if at, ok := w.at(n); !ok || !e.Result.FireAt.Equal(at) {
-						t.Errorf("attempt %d reported FireAt %v, asynq stored %v (seen: %v)", n, e.Result.FireAt, at, ok)
+					if at, ok := w.matches(n, e.Result.FireAt, tc.precise); !ok {
+						t.Errorf("attempt %d reported FireAt %v, asynq stored %v", n, e.Result.FireAt, at)
 					}
 				}
 			})
@@ -318,8 +342,8 @@ func TestCancelProcessingTruth(t *testing.T) {
 				if !first.Result.Counts() || !errors.Is(first.Result.Err, context.Canceled) || first.Result.Decision != want {
 					t.Errorf("cancelled attempt reported %s %+v (err %v), want a counted failure with context.Canceled decided %+v", first.Result.Outcome(), first.Result.Decision, first.Result.Err, want)
 				}
-				if at, ok := w.at(1); !ok || !first.Result.FireAt.Equal(at) {
-					t.Errorf("cancelled attempt reported FireAt %v, asynq stored %v (seen: %v)", first.Result.FireAt, at, ok)
+				if at, ok := w.matches(1, first.Result.FireAt, precise); !ok {
+					t.Errorf("cancelled attempt reported FireAt %v, asynq stored %v", first.Result.FireAt, at)
 				}
 				if got := rec.Story(id); got != "1 retry "+want.Delay.String()+"\n2 success" {
 					t.Errorf("story:\n%s", got)
@@ -431,4 +455,41 @@ func TestOperatorWaitingTask(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestOverrunNoOverlap: asynq stops waiting for a handler at its deadline,
+// but the next attempt never starts while that handler still runs:
+// RetryDelay holds asynq's decision until the handler has returned, and
+// the task is archived after the last attempt's handler returned.
+func TestOverrunNoOverlap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, 100*time.Millisecond), 3), WithObserver(rec), WithGiveUp(rec.GiveUp))
+		rc := newRecorder(func(string, int) error {
+			time.Sleep(3 * time.Second) // 2s past the 1s timeout, ignoring the context
+			return nil
+		})
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+		info, err := s.client.Enqueue(r.NewTask(kind, nil, asynq.Timeout(time.Second), asynq.Retention(time.Hour)), asynq.Queue(s.queue))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.waitState(t, info.ID, asynq.TaskStateArchived, time.Minute)
+		archived := time.Now()
+		runs := rc.get(info.ID)
+		if len(runs) != 3 {
+			t.Fatalf("handler ran %d times, want 3", len(runs))
+		}
+		for i := 1; i < len(runs); i++ {
+			if runs[i].start.Before(runs[i-1].end) {
+				t.Errorf("attempt %d started %v before attempt %d's handler returned", i+1, runs[i-1].end.Sub(runs[i].start), i)
+			}
+		}
+		if archived.Before(runs[2].end) {
+			t.Errorf("task archived while its last handler still ran")
+		}
+		if got := rec.Story(info.ID); got != "1 retry 100ms\n2 retry 100ms\n3 exhausted" {
+			t.Errorf("story:\n%s", got)
+		}
+	})
 }

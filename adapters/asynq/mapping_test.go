@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"testing"
 	"testing/synctest"
@@ -358,4 +359,30 @@ func TestNewTask(t *testing.T) {
 			t.Errorf("NewTaskWithHeaders enqueued %+v (%v), want MaxRetry 2 from the option and both headers", info, err)
 		}
 	})
+}
+
+// TestRetryAtFormat: HeaderRetryAt is decimal Unix nanoseconds, with more
+// digits for times past 2262, so precise mode carries any fire time.
+func TestRetryAtFormat(t *testing.T) {
+	for _, at := range []time.Time{
+		time.Unix(0, 123),
+		time.Unix(1767225600, 123456789),
+		time.Unix(0, math.MaxInt64),
+		time.Now().Add(MaxDelay),
+		time.Unix(1<<40, 999999999),
+	} {
+		v := formatRetryAt(at)
+		back, ok := parseRetryAt(v)
+		if !ok || !back.Equal(at) {
+			t.Errorf("formatRetryAt(%v) = %q, read back as %v, %v", at, v, back, ok)
+		}
+		if at.Before(time.Unix(0, math.MaxInt64)) && at.UnixNano() > 1e9 && v != strconv.FormatInt(at.UnixNano(), 10) {
+			t.Errorf("formatRetryAt(%v) = %q, want %d", at, v, at.UnixNano())
+		}
+	}
+	for _, bad := range []string{"", "x", "12x4567890123", "-1-00000000"} {
+		if _, ok := parseRetryAt(bad); ok && bad != "" {
+			t.Errorf("parseRetryAt(%q) accepted it", bad)
+		}
+	}
 }

@@ -3,8 +3,10 @@ package reboundasynq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -59,9 +61,8 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	ru := r.newRun(t, id, queue, n, k, rule)
 	r.flight.add(ru)
 
-	var err error
 	if r.precise && ru.carrier != nil {
-		err = waitUntil(ctx, ru.carrier.base[HeaderRetryAt])
+		waitUntil(ru.carrier.base[HeaderRetryAt])
 	}
 	sctx := r.notify.Started(ctx, ru.a)
 	ru.mu.Lock()
@@ -71,10 +72,9 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	// When asynq is done with the run, or its context ends first, settle
 	// what it did.
 	context.AfterFunc(ctx, func() { r.settle(ctx, ru) })
-	if err == nil {
-		err = call(sctx, next, t)
-	}
+	err := call(sctx, next, t)
 	end := time.Now()
+	close(ru.returned)
 
 	e, text, skip, revoke := r.harden(err)
 	c := &carrier{run: ru, err: e, text: text, skip: skip, revoke: revoke}
@@ -101,12 +101,13 @@ func (r *Retrier) newRun(t *asynq.Task, id, queue string, n, k int, rule backoff
 		maxAttempts = k + 1 // asynq archives before the rule would.
 	}
 	ru := &run{
-		key:  keyOf(t, n),
-		pay:  unsafe.Pointer(unsafe.SliceData(t.Payload())),
-		task: t,
-		id:   id,
-		rule: rule,
-		last: k >= 0 && n >= k,
+		key:      keyOf(t, n),
+		pay:      unsafe.Pointer(unsafe.SliceData(t.Payload())),
+		task:     t,
+		id:       id,
+		rule:     rule,
+		last:     k >= 0 && n >= k,
+		returned: make(chan struct{}),
 		a: observe.Attempt{
 			System:      System,
 			Queue:       queue,
@@ -149,10 +150,13 @@ func call(ctx context.Context, next asynq.Handler, t *asynq.Task) (err error) {
 //   - a server shutting down: asynq puts the task back without counting
 //     the run, and asks nothing.
 //
-// So a run RetryDelay has not decided within the grace period was put
-// back: it is reported as [observe.Interrupted].
+// So a run asynq has not handed to RetryDelay within the grace period was
+// put back: it is reported as [observe.Interrupted].
 func (r *Retrier) settle(ctx context.Context, ru *run) {
-	if _, _, decided := ru.outcome(); decided {
+	ru.mu.Lock()
+	decided := ru.decided
+	ru.mu.Unlock()
+	if decided {
 		r.flight.remove(ru)
 		return
 	}
@@ -163,36 +167,57 @@ func (r *Retrier) settle(ctx context.Context, ru *run) {
 		return
 	}
 	time.AfterFunc(r.grace, func() {
+		defer r.flight.remove(ru)
+		ru.mu.Lock()
+		claimed := ru.claimed
+		ru.mu.Unlock()
+		if claimed {
+			return // RetryDelay decides it
+		}
 		r.decideRun(ru, observe.Result{
 			Err:      cause,
 			Decision: backoff.Decision{Outcome: backoff.OutcomeRetry},
 			FireAt:   time.Now(),
 			Counting: observe.Interrupted,
 		}, false)
-		r.flight.remove(ru)
 	})
 }
 
-// waitUntil blocks until the time stored in v (Unix nanoseconds), at most
-// maxPreciseWait, or until ctx is done, whose error it then returns.
-func waitUntil(ctx context.Context, v string) error {
+// waitUntil blocks until the time stored in v (HeaderRetryAt), at most
+// maxPreciseWait. It does not end early when the task's context does: an
+// attempt never starts before its time, and a cancel or deadline that
+// comes during the wait reaches the handler, at that time, as a context
+// already done. asynq counts that run as failed, and the next retry is
+// decided from then.
+func waitUntil(v string) {
 	if v == "" {
-		return nil
+		return
 	}
-	ns, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return nil
+	at, ok := parseRetryAt(v)
+	if !ok {
+		return
 	}
-	wait := time.Until(time.Unix(0, ns))
-	if wait <= 0 {
-		return nil
+	if wait := time.Until(at); wait > 0 {
+		time.Sleep(min(wait, maxPreciseWait))
 	}
-	timer := time.NewTimer(min(wait, maxPreciseWait))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+}
+
+// formatRetryAt writes t as decimal Unix nanoseconds, for HeaderRetryAt.
+// Times past 2262, beyond an int64 of nanoseconds, get more digits.
+func formatRetryAt(t time.Time) string {
+	return strconv.FormatInt(t.Unix(), 10) + fmt.Sprintf("%09d", t.Nanosecond())
+}
+
+// parseRetryAt reads a HeaderRetryAt value: decimal digits only.
+func parseRetryAt(v string) (time.Time, bool) {
+	if v == "" || strings.Trim(v, "0123456789") != "" {
+		return time.Time{}, false
 	}
+	if len(v) <= 9 {
+		ns, err := strconv.ParseInt(v, 10, 64)
+		return time.Unix(0, ns), err == nil
+	}
+	sec, err := strconv.ParseInt(v[:len(v)-9], 10, 64)
+	ns, _ := strconv.ParseInt(v[len(v)-9:], 10, 64) // nine digits always parse
+	return time.Unix(sec, ns), err == nil
 }

@@ -3,7 +3,6 @@ package reboundasynq
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -53,13 +52,7 @@ func (r *Retrier) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	}
 	res, exact, decided := ru.outcome()
 	if !decided {
-		// The run's context ended before the handler returned: asynq
-		// handles it and asks here; decide it as asynq will apply it.
-		res, exact = r.failure(ru, err, now, false, true)
-		if res, exact = r.decideRun(ru, res, exact); !res.Decision.Retry() {
-			return 0 // the next delivery is past the cap and is archived
-		}
-		return until(res.FireAt, now, exact)
+		return r.claim(ru, err)
 	}
 	if !res.Decision.Retry() || res.Counting == observe.Interrupted {
 		// asynq retries a run rebound reported otherwise: its context ended
@@ -74,6 +67,44 @@ func (r *Retrier) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 		return 0
 	}
 	r.apply(ru, res, exact)
+	return until(res.FireAt, now, exact)
+}
+
+// claimWait bounds how long RetryDelay waits for the handler of a run whose
+// context ended to return. asynq has not stored the run's outcome yet, so
+// while it waits the task's next attempt cannot start alongside a handler
+// still running, and the worker slot stays taken, as it really is. The
+// bound keeps a handler that never returns from holding asynq's goroutine
+// (and its server's shutdown) for good, well within the lease asynq
+// computed its write's deadline from.
+const claimWait = 10 * time.Second
+
+// claim decides a run whose context ended before the handler returned:
+// asynq handled the run on its own path and hands the failure err here.
+// It waits for the handler to return (at most claimWait), then decides
+// under the rule as asynq will apply it and reports it.
+func (r *Retrier) claim(ru *run, err error) time.Duration {
+	ru.mu.Lock()
+	ru.claimed = true
+	ru.mu.Unlock()
+	timer := time.NewTimer(claimWait)
+	returned := true
+	select {
+	case <-ru.returned:
+	case <-timer.C:
+		returned = false
+	}
+	timer.Stop()
+	now := time.Now()
+	// Once the handler has returned, the headers are asynq's alone again:
+	// precise mode's exact time can travel.
+	res, exact := r.failure(ru, err, now, r.precise && ru.headers != nil && returned, true)
+	if res, exact = r.decideRun(ru, res, exact); !res.Decision.Retry() {
+		return 0 // the next delivery is past the cap and is archived
+	}
+	if returned {
+		r.apply(ru, res, exact)
+	}
 	return until(res.FireAt, now, exact)
 }
 
@@ -107,7 +138,7 @@ func (r *Retrier) apply(ru *run, res observe.Result, exact bool) {
 		ru.headers[k] = v
 	}
 	if exact {
-		ru.headers[HeaderRetryAt] = strconv.FormatInt(res.FireAt.UnixNano(), 10)
+		ru.headers[HeaderRetryAt] = formatRetryAt(res.FireAt)
 	}
 }
 

@@ -41,11 +41,15 @@ type run struct {
 	// stores the task; the handler's goroutine never does.
 	headers map[string]string
 	carrier *headerCarrier // the observer's view of headers; nil when none
+	// returned is closed once the handler has returned (or will not run):
+	// no user code of this run touches the task any more.
+	returned chan struct{}
 
 	mu       sync.Mutex
 	a        observe.Attempt
 	ctx      context.Context // the observer's context, once started
 	started  bool            // AttemptStarted was called
+	claimed  bool            // asynq handed the run's failure to RetryDelay
 	decided  bool
 	reported bool
 	res      observe.Result
