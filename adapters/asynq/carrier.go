@@ -61,27 +61,27 @@ type hostileError struct{ text string }
 
 func (e *hostileError) Error() string { return e.text }
 
-// harden turns the handler's error into one asynq and observers can use
-// without a panic: the error itself when its text and asynq's questions
+// carrierFor returns the middleware's error for the handler's error err,
+// not yet tied to a run: err itself when its text and asynq's questions
 // about it can be had safely, a hostileError otherwise (a panic is
-// reported as *observe.PanicError{Op: "error text"}). It also returns
-// what asynq will store, and the answers to asynq's questions.
-func (r *Retrier) harden(err error) (e error, text string, skip, revoke bool) {
+// reported as *observe.PanicError{Op: "error text"}), with the text asynq
+// will store and the answers to asynq's questions. It returns nil for a
+// nil err.
+func (r *Retrier) carrierFor(err error) *carrier {
 	if err == nil {
-		return nil, "", false, false
+		return nil
 	}
 	if safe.IsNil(err) {
-		text = fmt.Sprintf("(%T)(nil)", err)
-		return &hostileError{text}, text, false, false
+		text := fmt.Sprintf("(%T)(nil)", err)
+		return &carrier{err: &hostileError{text}, text: text}
 	}
 	text, perr := safe.Value("error text", "", err.Error)
+	type answers struct{ skip, revoke bool }
+	var a answers
 	if perr == nil {
-		type answers struct{ skip, revoke bool }
-		var a answers
 		a, perr = safe.Value("error text", answers{}, func() answers {
 			return answers{errors.Is(err, asynq.SkipRetry), errors.Is(err, asynq.RevokeTask)}
 		})
-		skip, revoke = a.skip, a.revoke
 	}
 	if perr != nil {
 		r.notify.Report(perr)
@@ -90,9 +90,10 @@ func (r *Retrier) harden(err error) (e error, text string, skip, revoke bool) {
 		if text == "" {
 			text = fmt.Sprintf("%T (its Error method panicked: %v)", err, pe.Value)
 		}
-		return &hostileError{safe.Truncate(text, MaxErrorBytes)}, safe.Truncate(text, MaxErrorBytes), false, false
+		text = safe.Truncate(text, MaxErrorBytes)
+		return &carrier{err: &hostileError{text}, text: text}
 	}
-	return err, safe.Truncate(text, MaxErrorBytes), skip, revoke
+	return &carrier{err: err, text: safe.Truncate(text, MaxErrorBytes), skip: a.skip, revoke: a.revoke}
 }
 
 // Decision returns the decision rebound made for err, the error a task's

@@ -20,20 +20,20 @@ import (
 // holds any time a Duration can reach.
 const MaxDelay = math.MaxInt64 - 2*time.Second
 
-// judge decides what follows the handler's outcome e of run ru, which
-// ended at end while the task's context was live: the outcome asynq will
-// apply when it gets the middleware's error. It returns the result for
-// observers, and whether its FireAt is exact (to be stored in
-// HeaderRetryAt).
-func (r *Retrier) judge(ru *run, e error, skip, revoke bool, end time.Time) (observe.Result, bool) {
+// judge decides what follows the handler's outcome c (the middleware's
+// error; nil for a success) of run ru, which ended at end while the task's
+// context was live: the outcome asynq will apply when it gets c. It
+// returns the result for observers, and whether its FireAt is exact (to
+// be stored in HeaderRetryAt).
+func (r *Retrier) judge(ru *run, c *carrier, end time.Time) (observe.Result, bool) {
 	switch {
-	case e == nil:
+	case c == nil:
 		return observe.Result{}, false
-	case revoke, skip:
-		return observe.Result{Err: e, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, false
+	case c.revoke, c.skip:
+		return observe.Result{Err: c.err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, false
 	}
 	exact := r.precise && ru.headers != nil
-	return r.failure(ru, e, end, exact, !ru.last)
+	return r.failure(ru, c.err, end, exact, !ru.last)
 }
 
 // failure decides a failed run of ru with error e at time from, under the

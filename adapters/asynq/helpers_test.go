@@ -276,8 +276,10 @@ func fixed(t testing.TB, d time.Duration) backoff.Policy {
 func (r *Retrier) decideNow(t *asynq.Task, id string, n, k int, err error, end time.Time) *carrier {
 	ru := r.newRun(t, id, "q", n, k, r.RuleFor(t.Type()))
 	ru.started, ru.ctx = true, context.Background()
-	e, text, skip, revoke := r.harden(err)
-	res, exact := r.judge(ru, e, skip, revoke, end)
+	c := r.carrierFor(err)
+	c.run = ru
+	res, exact := r.judge(ru, c, end)
 	res, _ = r.decideRun(ru, res, exact)
-	return &carrier{run: ru, err: e, text: text, skip: skip, revoke: revoke, gaveUp: !res.Decision.Retry()}
+	c.gaveUp = !res.Decision.Retry()
+	return c
 }

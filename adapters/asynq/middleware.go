@@ -76,17 +76,22 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	end := time.Now()
 	close(ru.returned)
 
-	e, text, skip, revoke := r.harden(err)
-	c := &carrier{run: ru, err: e, text: text, skip: skip, revoke: revoke}
+	c := r.carrierFor(err)
+	if c != nil {
+		c.run = ru
+	}
 	if ctx.Err() != nil {
 		// asynq stopped waiting for this return when the context ended and
 		// handles the run on its own goroutine; settle and RetryDelay
 		// learn what it did.
+		if c == nil {
+			return nil
+		}
 		return c
 	}
-	res, exact := r.judge(ru, e, skip, revoke, end)
+	res, exact := r.judge(ru, c, end)
 	res, _ = r.decideRun(ru, res, exact)
-	if e == nil {
+	if c == nil {
 		return nil
 	}
 	c.gaveUp = !res.Decision.Retry()
