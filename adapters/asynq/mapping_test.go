@@ -386,3 +386,40 @@ func TestRetryAtFormat(t *testing.T) {
 		}
 	}
 }
+
+// TestJitterWindows pins what the package docs say each mode can spread:
+// in round-up mode a task's retry fires on a whole second, so a herd that
+// fails together with a one-second jitter window lands on at most two
+// instants, and a window of W seconds on at most W+1; in precise mode the
+// fire times are as many as the tasks.
+func TestJitterWindows(t *testing.T) {
+	end := time.Now()
+	for _, tc := range []struct {
+		window  time.Duration
+		precise bool
+		most    int // distinct fire times at most; 0: one per task
+	}{
+		{time.Second, false, 2},
+		{5 * time.Second, false, 6},
+		{time.Second, true, 0},
+	} {
+		var opts []Option
+		if tc.precise {
+			opts = append(opts, WithPrecise())
+		}
+		r := mustNew(t, mustRule(t, backoff.Must(backoff.Jitter(fixed(t, tc.window))), 2), opts...)
+		const tasks = 1000
+		seen := map[time.Time]bool{}
+		for i := range tasks {
+			c := r.decideNow(r.NewTask(kind, nil), fmt.Sprint("task-", i), 0, 2, errBoom, end)
+			_, at, _ := Decision(c)
+			seen[at] = true
+		}
+		switch {
+		case tc.most > 0 && len(seen) > tc.most:
+			t.Errorf("round-up, window %v: %d distinct fire times, want at most %d", tc.window, len(seen), tc.most)
+		case tc.most == 0 && len(seen) < tasks*99/100:
+			t.Errorf("precise, window %v: %d distinct fire times for %d tasks, want about one each", tc.window, len(seen), tasks)
+		}
+	}
+}
