@@ -194,29 +194,6 @@ func TestPermanent(t *testing.T) {
 	}
 }
 
-// TestRetryAfter: a retry-after hint longer than the policy's delay wins.
-func TestRetryAfter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2))
-		rc := newRecorder(func(_ string, a int) error {
-			if a == 1 {
-				return backoff.RetryAfter(errBoom, 7*time.Second)
-			}
-			return nil
-		})
-		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
-		id := s.enqueue(t, nil, nil, asynq.Retention(time.Hour))
-		s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
-		runs := rc.get(id)
-		if len(runs) != 2 {
-			t.Fatalf("handler ran %d times, want 2", len(runs))
-		}
-		if gap := runs[1].start.Sub(runs[0].end); gap < 7*time.Second || gap > 9*time.Second {
-			t.Errorf("retry ran %v after the failure, want the 7s hint (not the 1s policy), at most 2s late", gap)
-		}
-	})
-}
-
 // TestPreciseVersusRounding: by default the fire time is a whole second;
 // in precise mode it is exact, travels in the task header and the retry
 // starts no earlier; a precise-mode task without headers is rounded up.
@@ -268,52 +245,6 @@ func TestPreciseVersusRounding(t *testing.T) {
 			})
 		})
 	}
-}
-
-// TestKindRules: two task types under two rules each keep their own
-// schedule and cap; other types run under the default rule; RuleFor and
-// MaxRetryFor answer per type.
-func TestKindRules(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rec := &reboundtest.Recorder{}
-		short := mustRule(t, fixed(t, time.Second), 2)
-		long := mustRule(t, fixed(t, 3*time.Second), 4)
-		r := mustNew(t, mustRule(t, fixed(t, 2*time.Second), 3), WithObserver(rec),
-			WithKindRule("a", short), WithKindRule("b", long))
-		if r.RuleFor("a") != short || r.RuleFor("b") != long || r.RuleFor("c") != r.Rule() {
-			t.Fatalf("RuleFor answers %v, %v, %v", r.RuleFor("a"), r.RuleFor("b"), r.RuleFor("c"))
-		}
-		rc := newRecorder(func(string, int) error { return errBoom })
-		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{types: []string{"a", "b"}})
-		ids := map[string]string{}
-		for _, typ := range []string{"a", "b", kind} {
-			ids[typ] = s.enqueueType(t, typ, nil, nil, asynq.MaxRetry(10))
-		}
-		for typ, id := range ids {
-			s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
-			want := map[string]string{
-				"a":  "1 retry 1s\n2 exhausted",
-				"b":  "1 retry 3s\n2 retry 3s\n3 retry 3s\n4 exhausted",
-				kind: "1 retry 2s\n2 retry 2s\n3 exhausted",
-			}[typ]
-			if got := rec.Story(id); got != want {
-				t.Errorf("type %s story:\n%s\nwant:\n%s", typ, got, want)
-			}
-			runs := rc.get(id)
-			gap := map[string]time.Duration{"a": time.Second, "b": 3 * time.Second, kind: 2 * time.Second}[typ]
-			for i := 1; i < len(runs); i++ {
-				if d := runs[i].start.Sub(runs[i-1].end); d < gap {
-					t.Errorf("type %s retry %d ran %v after the failure, before its rule's %v", typ, i, d, gap)
-				}
-			}
-		}
-		pause := asynq.NewTask("b", nil, r.MaxRetryFor("b"))
-		s.insp.PauseQueue(s.queue)
-		info, err := s.client.Enqueue(pause, asynq.Queue(s.queue))
-		if err != nil || info.MaxRetry != 4 {
-			t.Errorf("MaxRetryFor(b) enqueued MaxRetry %v (%v), want 4", info.MaxRetry, err)
-		}
-	})
 }
 
 // TestNewTask: a task built by NewTask has headers and its type's
