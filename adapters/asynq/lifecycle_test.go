@@ -493,3 +493,37 @@ func TestOverrunNoOverlap(t *testing.T) {
 		}
 	})
 }
+
+// TestDeadlineExceededCap: when the last attempt outlives its timeout,
+// asynq retries the task on its own (the middleware's SkipRetry never
+// reaches it); the delivery after the last attempt is archived without
+// running the handler and without being reported as another attempt.
+func TestDeadlineExceededCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		obs := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2), WithObserver(obs), WithGiveUp(obs.GiveUp))
+		rc := newRecorder(func(string, int) error { return nil })
+		h := func(ctx context.Context, task *asynq.Task) error {
+			_ = rc.handle(ctx, task)
+			<-ctx.Done()
+			time.Sleep(10 * time.Millisecond) // let asynq's ctx.Done branch win
+			return ctx.Err()
+		}
+		s := start(t, miniRedis(t), "q", r, h, serverOpts{})
+		id := s.enqueue(t, nil, nil, asynq.MaxRetry(10), asynq.Timeout(3*time.Second))
+		info := s.waitState(t, id, asynq.TaskStateArchived, 2*time.Minute)
+		if n := len(rc.get(id)); n != 2 {
+			t.Fatalf("handler ran %d times, want 2 (MaxAttempts)", n)
+		}
+		if want := (&ExhaustedError{TaskID: id, Attempt: 3, MaxAttempts: 2}).Error(); info.LastErr != want {
+			t.Errorf("LastErr %q, want %q", info.LastErr, want)
+		}
+		time.Sleep(5 * time.Second)
+		if got := obs.Story(id); got != "1 retry 1s\n2 exhausted" {
+			t.Errorf("story:\n%s\nwant attempt 2 exhausted once, no third attempt", got)
+		}
+		if g := obs.GiveUps(); len(g) != 1 || g[0].Attempt.Number != 2 {
+			t.Errorf("give-up hook told %+v, want once, after attempt 2", g)
+		}
+	})
+}

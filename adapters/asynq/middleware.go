@@ -2,11 +2,6 @@ package reboundasynq
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math"
-	"strconv"
-	"strings"
 	"time"
 	"unsafe"
 
@@ -16,17 +11,6 @@ import (
 	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
-
-// maxPreciseWait bounds how long precise mode holds an early attempt. asynq
-// delivers a task at most one second early (it truncates to whole seconds);
-// a longer wait means clocks disagree or the header is bogus, and the
-// attempt runs rather than holding a worker indefinitely.
-const maxPreciseWait = time.Second
-
-// maxStoredAttempts is the largest attempts cap asynq can honour: it
-// stores MaxRetry and the retry count as int32, so a task runs at most
-// math.MaxInt32+1 times.
-const maxStoredAttempts = math.MaxInt32 + 1
 
 // Middleware is an asynq.MiddlewareFunc; register it with mux.Use. It numbers
 // each attempt, enforces the rule's attempts cap, turns handler panics into
@@ -143,86 +127,4 @@ func call(ctx context.Context, next asynq.Handler, t *asynq.Task) (err error) {
 		return perr
 	}
 	return err
-}
-
-// settle runs once asynq's context for the run has ended. After a run the
-// middleware decided, that is asynq's own clean-up, and the run is done.
-// Otherwise the context ended first and asynq handled the run itself:
-//
-//   - a timeout on the task's last allowed run: asynq archives it;
-//   - any other timeout, cancel or lost lease: asynq hands the failure to
-//     RetryDelay, which decides the run (see [Retrier.RetryDelay]);
-//   - a server shutting down: asynq puts the task back without counting
-//     the run, and asks nothing.
-//
-// So a run asynq has not handed to RetryDelay within the grace period was
-// put back: it is reported as [observe.Interrupted].
-func (r *Retrier) settle(ctx context.Context, ru *run) {
-	ru.mu.Lock()
-	decided := ru.decided
-	ru.mu.Unlock()
-	if decided {
-		r.flight.remove(ru)
-		return
-	}
-	cause := ctx.Err()
-	if errors.Is(cause, context.DeadlineExceeded) && ru.last {
-		r.decideRun(ru, observe.Result{Err: cause, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}, false)
-		r.flight.remove(ru)
-		return
-	}
-	time.AfterFunc(r.grace, func() {
-		defer r.flight.remove(ru)
-		ru.mu.Lock()
-		claimed := ru.claimed
-		ru.mu.Unlock()
-		if claimed {
-			return // RetryDelay decides it
-		}
-		r.decideRun(ru, observe.Result{
-			Err:      cause,
-			Decision: backoff.Decision{Outcome: backoff.OutcomeRetry},
-			FireAt:   time.Now(),
-			Counting: observe.Interrupted,
-		}, false)
-	})
-}
-
-// waitUntil blocks until the time stored in v (HeaderRetryAt), at most
-// maxPreciseWait. It does not end early when the task's context does: an
-// attempt never starts before its time, and a cancel or deadline that
-// comes during the wait reaches the handler, at that time, as a context
-// already done. asynq counts that run as failed, and the next retry is
-// decided from then.
-func waitUntil(v string) {
-	if v == "" {
-		return
-	}
-	at, ok := parseRetryAt(v)
-	if !ok {
-		return
-	}
-	if wait := time.Until(at); wait > 0 {
-		time.Sleep(min(wait, maxPreciseWait))
-	}
-}
-
-// formatRetryAt writes t as decimal Unix nanoseconds, for HeaderRetryAt.
-// Times past 2262, beyond an int64 of nanoseconds, get more digits.
-func formatRetryAt(t time.Time) string {
-	return strconv.FormatInt(t.Unix(), 10) + fmt.Sprintf("%09d", t.Nanosecond())
-}
-
-// parseRetryAt reads a HeaderRetryAt value: decimal digits only.
-func parseRetryAt(v string) (time.Time, bool) {
-	if v == "" || strings.Trim(v, "0123456789") != "" {
-		return time.Time{}, false
-	}
-	if len(v) <= 9 {
-		ns, err := strconv.ParseInt(v, 10, 64)
-		return time.Unix(0, ns), err == nil
-	}
-	sec, err := strconv.ParseInt(v[:len(v)-9], 10, 64)
-	ns, _ := strconv.ParseInt(v[len(v)-9:], 10, 64) // nine digits always parse
-	return time.Unix(sec, ns), err == nil
 }

@@ -15,10 +15,6 @@ import (
 // System is the value of [observe.Attempt.System] for asynq tasks.
 const System = "asynq"
 
-// HeaderRetryAt is the task header under which precise mode stores the exact
-// time the next attempt is due, as decimal Unix nanoseconds.
-const HeaderRetryAt = "rebound-retry-at"
-
 // DefaultFallbackDelay is the delay a retry waits when the policy panics,
 // unless [WithFallbackDelay] sets another.
 const DefaultFallbackDelay = time.Minute
@@ -106,3 +102,8 @@ func (r *Retrier) MaxRetryFor(taskType string) asynq.Option { return r.maxRetry(
 func (r *Retrier) maxRetry(rule backoff.Rule) asynq.Option {
 	return asynq.MaxRetry(min(rule.MaxAttempts(), math.MaxInt32))
 }
+
+// maxStoredAttempts is the largest attempts cap asynq can honour: it
+// stores MaxRetry and the retry count as int32, so a task runs at most
+// math.MaxInt32+1 times.
+const maxStoredAttempts = math.MaxInt32 + 1

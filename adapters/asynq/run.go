@@ -2,9 +2,9 @@ package reboundasynq
 
 import (
 	"context"
-	"maps"
-	"slices"
+	"errors"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/hibiken/asynq"
@@ -91,149 +91,45 @@ func (ru *run) outcome() (observe.Result, bool, bool) {
 	return ru.res, ru.exact, ru.decided
 }
 
-// flightKey is what RetryDelay can see of a run: asynq passes it a copy of
-// the task built from the very same type string (and payload) the handler
-// got, so the string's bytes identify the task message asynq is handling,
-// and asynq's retry count the delivery.
-type flightKey struct {
-	typ unsafe.Pointer
-	n   int
-}
-
-func keyOf(t *asynq.Task, n int) flightKey {
-	return flightKey{typ: unsafe.Pointer(unsafe.StringData(t.Type())), n: n}
-}
-
-// flight holds the runs asynq is working on. One Retrier may serve several
-// servers whose task IDs collide (one ID on two Redis databases); the key
-// is the message asynq decoded, not the ID, so that never mixes them up.
-type flight struct {
-	mu   sync.Mutex
-	runs map[flightKey][]*run
-	n    int
-}
-
-func (f *flight) add(ru *run) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.runs == nil {
-		f.runs = make(map[flightKey][]*run)
-	}
-	f.runs[ru.key] = append(f.runs[ru.key], ru)
-	f.n++
-}
-
-func (f *flight) remove(ru *run) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	list := f.runs[ru.key]
-	i := slices.Index(list, ru)
-	if i < 0 {
+// settle runs once asynq's context for the run has ended. After a run the
+// middleware decided, that is asynq's own clean-up, and the run is done.
+// Otherwise the context ended first and asynq handled the run itself:
+//
+//   - a timeout on the task's last allowed run: asynq archives it;
+//   - any other timeout, cancel or lost lease: asynq hands the failure to
+//     RetryDelay, which decides the run (see [Retrier.RetryDelay]);
+//   - a server shutting down: asynq puts the task back without counting
+//     the run, and asks nothing.
+//
+// So a run asynq has not handed to RetryDelay within the grace period was
+// put back: it is reported as [observe.Interrupted].
+func (r *Retrier) settle(ctx context.Context, ru *run) {
+	ru.mu.Lock()
+	decided := ru.decided
+	ru.mu.Unlock()
+	if decided {
+		r.flight.remove(ru)
 		return
 	}
-	f.n--
-	if len(list) == 1 {
-		delete(f.runs, ru.key)
+	cause := ctx.Err()
+	if errors.Is(cause, context.DeadlineExceeded) && ru.last {
+		r.decideRun(ru, observe.Result{Err: cause, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}, false)
+		r.flight.remove(ru)
 		return
 	}
-	f.runs[ru.key] = slices.Delete(list, i, i+1)
-}
-
-// find returns the run of the task message t at retry count n, or nil.
-// A key names one message, except when the type is a single byte, whose
-// strings Go does not allocate: then the payload's bytes, and a run not
-// yet decided, tell them apart.
-func (f *flight) find(t *asynq.Task, n int) *run {
-	if t == nil {
-		return nil
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	list := f.runs[keyOf(t, n)]
-	if len(list) == 1 {
-		return list[0]
-	}
-	pay := unsafe.Pointer(unsafe.SliceData(t.Payload()))
-	var best *run
-	bestScore := -1
-	for _, ru := range list {
-		score := 0
-		if ru.pay == pay {
-			score += 2
+	time.AfterFunc(r.grace, func() {
+		defer r.flight.remove(ru)
+		ru.mu.Lock()
+		claimed := ru.claimed
+		ru.mu.Unlock()
+		if claimed {
+			return // RetryDelay decides it
 		}
-		if _, _, decided := ru.outcome(); !decided {
-			score++
-		}
-		if score > bestScore {
-			best, bestScore = ru, score
-		}
-	}
-	return best
-}
-
-// len returns the number of runs held.
-func (f *flight) len() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.n
-}
-
-// headerCarrier is the observe.Carrier an attempt's observer gets. It
-// reads the task's headers as they were when the attempt began, plus what
-// was set since; what is set stays here until RetryDelay, on asynq's own
-// goroutine, copies it into the task's headers just before asynq stores
-// the task for its next attempt. The observer never writes the map asynq
-// owns: asynq reads and encodes that map on its own goroutine as soon as a
-// task's context ends, while the handler may still be running.
-type headerCarrier struct {
-	mu   sync.Mutex
-	base map[string]string
-	set  map[string]string
-}
-
-func newHeaderCarrier(headers map[string]string) *headerCarrier {
-	return &headerCarrier{base: maps.Clone(headers)}
-}
-
-// Get returns the value stored under key, or "".
-func (c *headerCarrier) Get(key string) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v, ok := c.set[key]; ok {
-		return v
-	}
-	return c.base[key]
-}
-
-// Set stores value under key, for the task's next attempt.
-func (c *headerCarrier) Set(key, value string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.set == nil {
-		c.set = make(map[string]string)
-	}
-	c.set[key] = value
-}
-
-// Keys lists the keys stored.
-func (c *headerCarrier) Keys() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keys := make([]string, 0, len(c.base)+len(c.set))
-	for k := range c.base {
-		keys = append(keys, k)
-	}
-	for k := range c.set {
-		if _, ok := c.base[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// writes returns what was set since the attempt began.
-func (c *headerCarrier) writes() map[string]string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.set)
+		r.decideRun(ru, observe.Result{
+			Err:      cause,
+			Decision: backoff.Decision{Outcome: backoff.OutcomeRetry},
+			FireAt:   time.Now(),
+			Counting: observe.Interrupted,
+		}, false)
+	})
 }
