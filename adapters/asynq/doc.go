@@ -9,7 +9,11 @@
 // its mux; build tasks with it:
 //
 //	retry, err := reboundasynq.New(rule, reboundasynq.WithKindRule("email:send", emailRule))
-//	srv := asynq.NewServer(redisOpt, asynq.Config{RetryDelayFunc: retry.RetryDelay})
+//	srv := asynq.NewServer(redisOpt, asynq.Config{
+//		RetryDelayFunc:           retry.RetryDelay,
+//		DelayedTaskCheckInterval: 100 * time.Millisecond, // for sub-second retries
+//		TaskCheckInterval:        100 * time.Millisecond,
+//	})
 //	mux.Use(retry.Middleware)
 //	client.Enqueue(retry.NewTask("email:send", payload))
 //
@@ -22,6 +26,10 @@
 // Register the middleware before any middleware of your own, or make
 // yours return the error it gets (wrapping it with %w is fine): the
 // decision travels inside that error.
+//
+// Package reboundasynqtest runs a handler through a real asynq server on an
+// in-process miniredis with a Retrier installed, so that a test can assert
+// "this task failed attempt 2 and runs again at t" without sleeping.
 //
 // # How the two halves meet
 //
@@ -113,9 +121,10 @@
 //     deleted.
 //   - The task's timeout or deadline passes first: a counted failure with
 //     context.DeadlineExceeded, whatever the handler returns, reported when
-//     the handler returns, retried after the rule's keyed delay from then;
-//     on asynq's last allowed run, exhausted (asynq archives it). asynq's
-//     timeouts are whole seconds.
+//     the handler returns (at most ten seconds after asynq gave up on it),
+//     retried after the rule's keyed delay from then; on asynq's last
+//     allowed run, exhausted (asynq archives it). asynq's timeouts are
+//     whole seconds.
 //   - Inspector.CancelProcessing, or a server BaseContext cancelled: asynq
 //     counts a failure with context.Canceled and retries it; reported as
 //     such, with the fire time asynq stores.
@@ -131,10 +140,11 @@
 //     reports the run as Interrupted; the recoverer's retry waits the
 //     rule's delay with unkeyed jitter.
 //
-// Two cases asynq gives no way to tell apart: a cancel on asynq's own last
-// allowed run (a task enqueued with a MaxRetry at or below the rule's last
-// retry) is archived by asynq but reported as Interrupted, like a
-// shutdown, and not given up. NewTask's spare retry avoids it.
+// One case asynq gives no way to tell apart from a shutdown: a cancel on
+// asynq's own last allowed run (a task enqueued with a MaxRetry at or below
+// the rule's last retry) is archived by asynq without asking RetryDelay,
+// and so is reported as Interrupted and not given up. NewTask's spare
+// retry avoids it.
 //
 // An operator's Inspector.ArchiveTask or DeleteTask on a task waiting for
 // its retry runs no attempt: nothing more is reported, the give-up hook is
@@ -152,9 +162,11 @@
 // or retry-after hint near math.MaxInt64) waits MaxDelay, and never wraps
 // around into a retry at once. The largest cap is 2^31 attempts. The
 // stored last error is cut to [MaxErrorBytes]. Round-up mode's resolution
-// is one second; precise mode's is exact, with the lateness of asynq's
-// polling (DelayedTaskCheckInterval and TaskCheckInterval; 100ms each
-// keeps it near 100ms).
+// is one second; precise mode's is exact (but after a handler that
+// outlived its deadline by more than ten seconds), with the lateness of
+// asynq's polling (DelayedTaskCheckInterval and TaskCheckInterval; 100ms
+// each keeps it near 100ms). A handler that ignores its context keeps its
+// worker slot for up to ten seconds past its deadline.
 //
 // # Errors no worker should die of
 //

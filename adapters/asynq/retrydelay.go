@@ -26,8 +26,10 @@ const margin = time.Millisecond
 // and stores what the attempt carries to the next one (the observer's
 // carrier, precise mode's [HeaderRetryAt]) in the task's headers, just
 // before asynq stores the task. For a run whose context ended before the
-// handler returned (a timeout, a cancel), it decides the run itself under
-// the rule, keyed by the task ID, and reports it. For an error that did not
+// handler returned (a timeout, a cancel), it waits for the handler to
+// return (at most ten seconds: asynq's next attempt of the task cannot
+// start meanwhile), then decides the run itself under the rule, keyed by
+// the task ID, and reports it. For an error that did not
 // come through the middleware at all it returns the rule's delay for
 // attempt n+1 with fresh jitter, rounded up to a whole second.
 //
