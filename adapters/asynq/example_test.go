@@ -13,8 +13,8 @@ import (
 )
 
 // One Retrier, plugged in twice: its RetryDelay as the server's
-// RetryDelayFunc, its Middleware on the mux. Enqueue with its MaxRetry so
-// asynq's own counters agree with the rule.
+// RetryDelayFunc, its Middleware on the mux. Tasks built with its NewTask
+// carry the headers rebound uses and the MaxRetry of their type's rule.
 func Example() {
 	policy := backoff.Must(backoff.Jitter(backoff.Must(backoff.Exponential(time.Second, 5*time.Minute))))
 	rule, err := backoff.NewRule(policy, 8)
@@ -39,7 +39,7 @@ func Example() {
 
 	client := asynq.NewClient(redisOpt)
 	defer client.Close()
-	_, _ = client.Enqueue(asynq.NewTask("email:send", nil), retry.MaxRetry())
+	_, _ = client.Enqueue(retry.NewTask("email:send", nil))
 	_ = srv.Run(mux)
 }
 

@@ -1,6 +1,7 @@
 package reboundasynq
 
 import (
+	"cmp"
 	"context"
 	"net"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/testenv"
 	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 const kind = "rebound:test"
@@ -51,6 +53,7 @@ func realRedis(t testing.TB) (redis.UniversalClient, string) {
 
 // server is a running asynq server on one queue.
 type server struct {
+	srv    *asynq.Server
 	client *asynq.Client
 	insp   *asynq.Inspector
 	queue  string
@@ -63,6 +66,8 @@ type serverOpts struct {
 	errorHandler asynq.ErrorHandlerFunc
 	isFailure    func(error) bool
 	noMiddleware bool
+	shutdown     time.Duration // Config.ShutdownTimeout; 0: 2s
+	types        []string      // task types handled besides kind
 }
 
 // start runs a server for queue on c with r plugged in the documented way,
@@ -84,7 +89,7 @@ func start(t testing.TB, c redis.UniversalClient, queue string, r *Retrier, h as
 		RetryDelayFunc:           r.RetryDelay,
 		DelayedTaskCheckInterval: o.delayedCheck,
 		TaskCheckInterval:        o.taskCheck,
-		ShutdownTimeout:          2 * time.Second,
+		ShutdownTimeout:          cmp.Or(o.shutdown, 2*time.Second),
 		LogLevel:                 asynq.FatalLevel,
 		IsFailure:                o.isFailure,
 	}
@@ -97,10 +102,14 @@ func start(t testing.TB, c redis.UniversalClient, queue string, r *Retrier, h as
 		mux.Use(r.Middleware)
 	}
 	mux.Handle(kind, h)
+	for _, typ := range o.types {
+		mux.Handle(typ, h)
+	}
 	if err := srv.Start(mux); err != nil {
 		t.Fatalf("start asynq server: %v", err)
 	}
 	s := &server{
+		srv:    srv,
 		client: asynq.NewClientFromRedisClient(c),
 		insp:   asynq.NewInspectorFromRedisClient(c),
 		queue:  queue,
@@ -112,8 +121,14 @@ func start(t testing.TB, c redis.UniversalClient, queue string, r *Retrier, h as
 // enqueue adds a task of kind with payload to the server's queue.
 func (s *server) enqueue(t testing.TB, payload []byte, headers map[string]string, opts ...asynq.Option) string {
 	t.Helper()
+	return s.enqueueType(t, kind, payload, headers, opts...)
+}
+
+// enqueueType adds a task of the given type to the server's queue.
+func (s *server) enqueueType(t testing.TB, typ string, payload []byte, headers map[string]string, opts ...asynq.Option) string {
+	t.Helper()
 	opts = append([]asynq.Option{asynq.Queue(s.queue)}, opts...)
-	info, err := s.client.Enqueue(asynq.NewTaskWithHeaders(kind, payload, headers), opts...)
+	info, err := s.client.Enqueue(asynq.NewTaskWithHeaders(typ, payload, headers), opts...)
 	if err != nil {
 		t.Fatalf("enqueue: %v", err)
 	}
@@ -184,39 +199,38 @@ func (rc *recorder) get(id string) []runRec {
 	return append([]runRec(nil), rc.runs[id]...)
 }
 
-// observed records what the middleware reports.
-type observed struct {
-	mu      sync.Mutex
-	started []observe.Attempt
-	ended   []observe.Result
-	attempt []observe.Attempt
-	panicOn string
+// results returns the ended attempts rec holds, in the order they started.
+func results(rec *reboundtest.Recorder) ([]observe.Attempt, []observe.Result) {
+	var as []observe.Attempt
+	var rs []observe.Result
+	for _, e := range rec.Events() {
+		if e.Ended {
+			as, rs = append(as, e.Attempt), append(rs, e.Result)
+		}
+	}
+	return as, rs
 }
 
-func (o *observed) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
-	o.mu.Lock()
-	o.started = append(o.started, a)
-	o.mu.Unlock()
-	if o.panicOn == "started" {
+// panicking is a Recorder whose AttemptStarted or AttemptEnded (on says
+// which) panics after recording.
+type panicking struct {
+	*reboundtest.Recorder
+	on string
+}
+
+func (o panicking) AttemptStarted(ctx context.Context, a observe.Attempt) context.Context {
+	ctx = o.Recorder.AttemptStarted(ctx, a)
+	if o.on == "started" {
 		panic("observer started boom")
 	}
 	return ctx
 }
 
-func (o *observed) AttemptEnded(_ context.Context, a observe.Attempt, r observe.Result) {
-	o.mu.Lock()
-	o.ended = append(o.ended, r)
-	o.attempt = append(o.attempt, a)
-	o.mu.Unlock()
-	if o.panicOn == "ended" {
+func (o panicking) AttemptEnded(ctx context.Context, a observe.Attempt, r observe.Result) {
+	o.Recorder.AttemptEnded(ctx, a, r)
+	if o.on == "ended" {
 		panic("observer ended boom")
 	}
-}
-
-func (o *observed) results() ([]observe.Attempt, []observe.Result) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]observe.Attempt(nil), o.attempt...), append([]observe.Result(nil), o.ended...)
 }
 
 // errs collects what the Retrier reports to its error handler.
@@ -253,4 +267,19 @@ func mustNew(t testing.TB, rule backoff.Rule, opts ...Option) *Retrier {
 func fixed(t testing.TB, d time.Duration) backoff.Policy {
 	t.Helper()
 	return backoff.Must(backoff.Fixed(d))
+}
+
+// decideNow runs the middleware's decision step for a failure with err of
+// task t (ID id, retry count n, MaxRetry k) that ended at end while its
+// context was live, as the middleware does, and returns the error it
+// hands asynq.
+func (r *Retrier) decideNow(t *asynq.Task, id string, n, k int, err error, end time.Time) *carrier {
+	ru := r.newRun(t, id, "q", n, k, r.RuleFor(t.Type()))
+	ru.started, ru.ctx = true, context.Background()
+	c := r.carrierFor(err)
+	c.run = ru
+	res, exact := r.judge(ru, c, end)
+	res, _ = r.decideRun(ru, res, exact)
+	c.gaveUp = !res.Decision.Retry()
+	return c
 }

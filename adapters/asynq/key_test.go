@@ -9,6 +9,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // TestWithKey keys jitter by a business ID in the payload: two tasks with
@@ -21,7 +23,7 @@ func TestWithKey(t *testing.T) {
 
 	t.Run("business key", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			obs := &observed{}
+			obs := &reboundtest.Recorder{}
 			r := mustNew(t, rule, WithObserver(obs), WithKey(func(task *asynq.Task, _ string) backoff.Source {
 				return backoff.Key(string(task.Payload()))
 			}))
@@ -36,7 +38,7 @@ func TestWithKey(t *testing.T) {
 			if want.Delay == rule.Decide(1, errBoom, backoff.Key(a)).Delay {
 				t.Fatalf("test is blind: key %q and task ID %q give one delay", "order-7", a)
 			}
-			as, res := obs.results()
+			as, res := results(obs)
 			seen := 0
 			for i, at := range as {
 				if at.Number != 1 {
@@ -55,7 +57,7 @@ func TestWithKey(t *testing.T) {
 
 	t.Run("panicking key", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			obs := &observed{}
+			obs := &reboundtest.Recorder{}
 			reported := &errs{}
 			r := mustNew(t, rule, WithObserver(obs), WithErrorHandler(reported.add),
 				WithKey(func(*asynq.Task, string) backoff.Source { panic("key boom") }))
@@ -64,16 +66,16 @@ func TestWithKey(t *testing.T) {
 			id := s.enqueue(t, []byte("p"), nil)
 			s.waitState(t, id, asynq.TaskStateArchived, time.Hour)
 
-			as, res := obs.results()
+			as, res := results(obs)
 			if len(as) != 2 || as[0].Number != 1 {
 				t.Fatalf("observer saw %+v, want attempts 1 and 2", as)
 			}
 			if want := rule.Decide(1, errBoom, backoff.Key(id)); res[0].Decision != want {
 				t.Errorf("attempt 1 decided %+v, want the task-ID default %+v", res[0].Decision, want)
 			}
-			var pe *PanicError
+			var pe *observe.PanicError
 			if list := reported.list(); len(list) == 0 || !errors.As(list[0], &pe) || pe.Op != "key" {
-				t.Errorf("error handler got %v, want a *PanicError with Op \"key\"", list)
+				t.Errorf("error handler got %v, want a *observe.PanicError with Op \"key\"", list)
 			}
 		})
 	})

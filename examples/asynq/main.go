@@ -4,7 +4,8 @@
 //	go run ./examples/asynq                                   # in-process miniredis
 //	go run ./examples/asynq -redis redis://127.0.0.1:6379/0   # a real Redis
 //
-// The integration is two lines: Config.RetryDelayFunc and mux.Use.
+// The integration is two lines, Config.RetryDelayFunc and mux.Use, and tasks
+// built with the Retrier's NewTask.
 package main
 
 import (
@@ -56,8 +57,10 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 
 	client := asynq.NewClientFromRedisClient(rdb)
-	info, err := client.EnqueueContext(ctx, asynq.NewTask("email:welcome", []byte("ada@example.com")),
-		asynq.Queue(*queue), retrier.MaxRetry()) // MaxRetry(4): asynq's counters agree with the rule
+	// NewTask: headers (precise mode and trace links ride in them) and the
+	// rule's MaxRetry.
+	info, err := client.EnqueueContext(ctx, retrier.NewTask("email:welcome", []byte("ada@example.com")),
+		asynq.Queue(*queue))
 	if err != nil {
 		return err
 	}

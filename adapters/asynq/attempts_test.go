@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/reboundtest"
 )
 
 var errBoom = errors.New("boom")
@@ -21,8 +21,8 @@ var errBoom = errors.New("boom")
 // task is archived after MaxAttempts runs, each retry no earlier than planned.
 func TestNumbering(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		obs := &observed{}
-		r := mustNew(t, mustRule(t, fixed(t, 1500*time.Millisecond), 4), WithObserver(obs))
+		obs := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, 1500*time.Millisecond), 4), WithObserver(obs), WithGiveUp(obs.GiveUp))
 		rc := newRecorder(func(string, int) error { return errBoom })
 		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 		id := s.enqueue(t, []byte("p"), map[string]string{"h": "1"}, r.MaxRetry())
@@ -42,9 +42,12 @@ func TestNumbering(t *testing.T) {
 				}
 			}
 		}
-		as, res := obs.results()
+		as, res := results(obs)
 		if len(as) != 4 {
 			t.Fatalf("observer saw %d ended attempts, want 4", len(as))
+		}
+		if g := obs.GiveUps(); len(g) != 1 || g[0].Attempt.JobID != id || g[0].Attempt.Number != 4 || g[0].Outcome != backoff.OutcomeExhausted || !errors.Is(g[0].Err, errBoom) {
+			t.Errorf("give-up hook told %+v, want task %s given up once, exhausted after attempt 4", g, id)
 		}
 		for i, a := range as {
 			if a.System != "asynq" || a.Queue != "q" || a.JobID != id || a.Kind != kind || a.Number != i+1 || a.MaxAttempts != 4 {
@@ -90,35 +93,52 @@ func TestMaxRetryAboveRule(t *testing.T) {
 	})
 }
 
-// TestMaxRetryBelowRule: asynq's smaller MaxRetry stops earlier, and the
-// observer is told the smaller cap and an exhausted end.
+// TestMaxRetryBelowRule: a task enqueued with a MaxRetry below the rule's
+// cap stops at asynq's cap (the middleware cannot raise it after the
+// fact): MaxAttempts is min(rule, MaxRetry+1), and the observer and the
+// give-up hook are told that smaller cap and an exhausted end.
 func TestMaxRetryBelowRule(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		obs := &observed{}
-		r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs))
-		rc := newRecorder(func(string, int) error { return errBoom })
-		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
-		id := s.enqueue(t, nil, nil, asynq.MaxRetry(1))
-		s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
-		if n := len(rc.get(id)); n != 2 {
-			t.Fatalf("handler ran %d times, want 2 (MaxRetry 1)", n)
-		}
-		as, res := obs.results()
-		if as[1].MaxAttempts != 2 || res[1].Decision.Outcome != backoff.OutcomeExhausted {
-			t.Errorf("last attempt reported %+v / %+v, want MaxAttempts 2 and exhausted", as[1], res[1])
-		}
-	})
+	for _, k := range []int{0, 1} {
+		t.Run(fmt.Sprintf("MaxRetry(%d)", k), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				obs := &reboundtest.Recorder{}
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs), WithGiveUp(obs.GiveUp))
+				rc := newRecorder(func(string, int) error { return errBoom })
+				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
+				id := s.enqueue(t, nil, nil, asynq.MaxRetry(k))
+				s.waitState(t, id, asynq.TaskStateArchived, time.Minute)
+				if n := len(rc.get(id)); n != k+1 {
+					t.Fatalf("handler ran %d times, want %d (MaxRetry %d)", n, k+1, k)
+				}
+				as, res := results(obs)
+				last := len(as) - 1
+				for _, a := range as {
+					if a.MaxAttempts != k+1 {
+						t.Errorf("attempt %d reported MaxAttempts %d, want %d", a.Number, a.MaxAttempts, k+1)
+					}
+				}
+				if res[last].Decision.Outcome != backoff.OutcomeExhausted {
+					t.Errorf("last attempt reported %s, want exhausted", res[last].Outcome())
+				}
+				if g := obs.GiveUps(); len(g) != 1 || g[0].Attempt.Number != k+1 {
+					t.Errorf("give-up hook told %+v, want once after attempt %d", g, k+1)
+				}
+			})
+		})
+	}
 }
 
-// TestMaxRetryOption: the enqueue option makes asynq's MaxRetry agree.
+// TestMaxRetryOption: the enqueue option gives asynq one retry more than
+// the rule allows, so asynq asks rebound about every failure of the last
+// attempt.
 func TestMaxRetryOption(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 7))
 		s := start(t, miniRedis(t), "q", r, func(ctx context.Context, _ *asynq.Task) error { return nil }, serverOpts{})
 		s.insp.PauseQueue(s.queue)
 		id := s.enqueue(t, nil, nil, r.MaxRetry())
-		if info := s.info(t, id); info == nil || info.MaxRetry != 6 {
-			t.Fatalf("task info %+v, want MaxRetry 6", info)
+		if info := s.info(t, id); info == nil || info.MaxRetry != 7 {
+			t.Fatalf("task info %+v, want MaxRetry 7 (one spare retry)", info)
 		}
 	})
 }
@@ -138,8 +158,8 @@ func TestPermanent(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				obs := &observed{}
-				r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs))
+				obs := &reboundtest.Recorder{}
+				r := mustNew(t, mustRule(t, fixed(t, time.Second), 5), WithObserver(obs), WithGiveUp(obs.GiveUp))
 				rc := newRecorder(func(string, int) error { return tc.err })
 				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 				id := s.enqueue(t, nil, nil, asynq.MaxRetry(10))
@@ -161,84 +181,11 @@ func TestPermanent(t *testing.T) {
 				if n := len(rc.get(id)); n != 1 {
 					t.Fatalf("handler ran %d times, want 1", n)
 				}
-				if _, res := obs.results(); len(res) != 1 || res[0].Decision.Outcome != backoff.OutcomePermanent {
+				if _, res := results(obs); len(res) != 1 || res[0].Decision.Outcome != backoff.OutcomePermanent {
 					t.Errorf("observer got %+v, want one permanent result", res)
 				}
-			})
-		})
-	}
-}
-
-// TestRetryAfter: a retry-after hint longer than the policy's delay wins.
-func TestRetryAfter(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := mustNew(t, mustRule(t, fixed(t, time.Second), 2))
-		rc := newRecorder(func(_ string, a int) error {
-			if a == 1 {
-				return backoff.RetryAfter(errBoom, 7*time.Second)
-			}
-			return nil
-		})
-		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
-		id := s.enqueue(t, nil, nil, asynq.Retention(time.Hour))
-		s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
-		runs := rc.get(id)
-		if len(runs) != 2 {
-			t.Fatalf("handler ran %d times, want 2", len(runs))
-		}
-		if gap := runs[1].start.Sub(runs[0].end); gap < 7*time.Second || gap > 9*time.Second {
-			t.Errorf("retry ran %v after the failure, want the 7s hint (not the 1s policy), at most 2s late", gap)
-		}
-	})
-}
-
-// TestPreciseVersusRounding: by default the fire time is a whole second;
-// in precise mode it is exact, travels in the task header and the retry
-// starts no earlier; a precise-mode task without headers is rounded up.
-func TestPreciseVersusRounding(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		precise bool
-		headers map[string]string
-		exact   bool
-	}{
-		{"rounding", false, map[string]string{"h": "1"}, false},
-		{"precise", true, map[string]string{"h": "1"}, true},
-		{"precise-no-headers", true, nil, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				obs := &observed{}
-				var opts []Option
-				if tc.precise {
-					opts = append(opts, WithPrecise())
-				}
-				r := mustNew(t, mustRule(t, fixed(t, 1300*time.Millisecond), 2), append(opts, WithObserver(obs))...)
-				rc := newRecorder(func(_ string, a int) error {
-					if a == 1 {
-						time.Sleep(123 * time.Millisecond) // end off a whole second
-						return errBoom
-					}
-					return nil
-				})
-				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
-				id := s.enqueue(t, nil, tc.headers, asynq.Retention(time.Hour))
-				info := s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
-				runs := rc.get(id)
-				_, res := obs.results()
-				fire := res[0].FireAt
-				if tc.exact {
-					if !fire.Equal(runs[0].end.Add(1300*time.Millisecond)) && fire.Sub(runs[0].end) > 1300*time.Millisecond+time.Millisecond {
-						t.Errorf("FireAt %v, want exactly end+1.3s (%v)", fire, runs[0].end.Add(1300*time.Millisecond))
-					}
-					if info.Headers[HeaderRetryAt] != strconv.FormatInt(fire.UnixNano(), 10) {
-						t.Errorf("header %s = %q, want %d", HeaderRetryAt, info.Headers[HeaderRetryAt], fire.UnixNano())
-					}
-				} else if fire.Nanosecond() != 0 || fire.Before(runs[0].end.Add(1300*time.Millisecond)) {
-					t.Errorf("FireAt %v, want a whole second at or after end+1.3s", fire)
-				}
-				if runs[1].start.Before(fire) {
-					t.Errorf("retry started %v, before FireAt %v", runs[1].start, fire)
+				if g := obs.GiveUps(); len(g) != 1 || g[0].Outcome != backoff.OutcomePermanent {
+					t.Errorf("give-up hook told %+v, want one permanent give-up", g)
 				}
 			})
 		})
