@@ -1,0 +1,357 @@
+// Package guard is the circuit-breaker half that every adapter shares: which
+// dependency a job is bound to, the question asked of the breaker store
+// before a bound job runs, the report after it ran, how long a run the
+// breaker holds back waits, and what observers are told of breaker changes.
+// Each adapter only maps its engine onto it: how to defer a run without
+// spending an attempt, and how to tell a retry from a first run.
+package guard
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/safe"
+	"github.com/rebound-go/rebound/observe"
+)
+
+// Timeout bounds each question and report to the store: a store that
+// hangs must not hold a job for longer than that.
+const Timeout = 5 * time.Second
+
+// DefaultSpread is how far apart the runs held back by one breaker wake
+// when the breaker's own first cool-down cannot be read (see Guard.spread).
+const DefaultSpread = 5 * time.Second
+
+// spreadTTL is how long a dependency's spread is cached.
+const spreadTTL = time.Minute
+
+// Config is what an adapter's options collected.
+type Config struct {
+	// Store keeps the breakers; nil for none (then Bind must be empty).
+	Store breaker.Store
+	// Bind maps job kinds to the dependency each is bound to.
+	Bind map[string]string
+}
+
+// Check says what is wrong with the binding of kind to dep, named after
+// the option (e.g. "reboundriver: WithDependency"), or returns nil.
+func Check(option, kind, dep string) error {
+	if kind == "" {
+		return fmt.Errorf("%s: kind is empty, want the job kind bound to %q", option, dep)
+	}
+	if err := breaker.CheckName(dep); err != nil {
+		return fmt.Errorf("%s(%q): %w", option, kind, err)
+	}
+	return nil
+}
+
+// Validate says what is wrong with c as a whole, prefixed by the adapter's
+// name: bindings without a store.
+func (c Config) Validate(prefix string) error {
+	if c.Store == nil && len(c.Bind) > 0 {
+		for kind, dep := range c.Bind {
+			return fmt.Errorf("%s: WithDependency(%q, %q) without WithBreaker, want a breaker.Store to keep the breaker", prefix, kind, dep)
+		}
+	}
+	return nil
+}
+
+// Guard asks and tells one adapter's breaker store. The nil *Guard guards
+// nothing: every job runs and nothing is reported. A Guard is safe for
+// concurrent use.
+type Guard struct {
+	store  breaker.Store
+	bind   map[string]string
+	n      *notify.Notifier
+	system string
+	now    func() time.Time
+
+	mu      sync.Mutex
+	seq     uint64
+	known   map[string]view
+	spreads map[string]cached
+}
+
+// view is what this process last saw of a dependency's breaker: its state,
+// and the number of the store call that showed it (calls are numbered as
+// they start, so an answer older than the view does not replace it).
+type view struct {
+	state breaker.State
+	seq   uint64
+}
+
+type cached struct {
+	spread time.Duration
+	until  time.Time
+}
+
+// New returns the guard of cfg, or nil when cfg has no store. n tells the
+// adapter's observer and error handler; system names the engine in what
+// they are told.
+func New(cfg Config, n *notify.Notifier, system string) *Guard {
+	if cfg.Store == nil {
+		return nil
+	}
+	bind := make(map[string]string, len(cfg.Bind))
+	for k, v := range cfg.Bind {
+		bind[k] = v
+	}
+	return &Guard{store: cfg.Store, bind: bind, n: n, system: system, now: time.Now,
+		known: map[string]view{}, spreads: map[string]cached{}}
+}
+
+// SetClock replaces the guard's clock, for tests.
+func (g *Guard) SetClock(now func() time.Time) {
+	if g != nil {
+		g.now = now
+	}
+}
+
+// Bound returns the dependency jobs of kind are bound to, if any.
+func (g *Guard) Bound(kind string) (string, bool) {
+	if g == nil {
+		return "", false
+	}
+	dep, ok := g.bind[kind]
+	return dep, ok
+}
+
+// Pass is the answer to one run's question.
+type Pass struct {
+	// Dep is the dependency the job is bound to; "" for none (the job
+	// runs, and only an error bound to a dependency is reported).
+	Dep string
+	// Asked reports whether the store answered; a store that failed lets
+	// the job run.
+	Asked bool
+	// Verdict is the store's answer, when Asked.
+	Verdict breaker.Verdict
+	// At is when the answer came, on the local clock.
+	At time.Time
+
+	jobID string
+	seq   uint64
+}
+
+// Deferred reports whether the run must not happen now.
+func (p Pass) Deferred() bool { return p.Asked && !p.Verdict.Runs() }
+
+// Ask asks the store whether a run of job jobID, of kind, may start now,
+// and tells observers of any change the answer shows (with ctx, the
+// attempt's context). retry says the engine knows the run to be a retry
+// or a rerun of a deferred job. A job bound to nothing runs without a
+// question; a store that fails lets the job run, the error reported.
+func (g *Guard) Ask(ctx context.Context, kind, jobID string, retry bool) Pass {
+	dep, ok := g.Bound(kind)
+	if !ok {
+		return Pass{}
+	}
+	p := Pass{Dep: dep, jobID: jobID}
+	job := breaker.Job{Kind: breaker.Fresh, ID: jobID}
+	if retry {
+		job.Kind = breaker.Retry
+	}
+	if breaker.CheckJobID(jobID) != nil {
+		job.ID = "" // not rememberable; the question still counts
+	}
+	seq := g.next()
+	qctx, cancel := context.WithTimeout(ctx, Timeout)
+	v, err := g.store.Allow(qctx, dep, job)
+	cancel()
+	p.At = g.now()
+	if err != nil {
+		g.n.Report(fmt.Errorf("%s: breaker: asking about dependency %q for job %q, running it anyway: %w", g.prefix(), dep, jobID, err))
+		return p
+	}
+	p.Asked, p.Verdict, p.seq = true, v, seq
+	next := time.Time{}
+	if v.Transition.To == breaker.Open {
+		next = v.Until
+	}
+	g.saw(ctx, dep, v.Transition, seq, next)
+	return p
+}
+
+// Deferral returns how long after p.At a run p holds back waits, and the
+// result observers are told (the adapter sets FireAt to what its engine
+// applied, when it knows better). The wait is the verdict's Until plus a
+// jitter of up to one first cool-down of the breaker, keyed by the job and
+// the deferral, so the runs one breaker held back do not all ask again at
+// the same moment.
+func (g *Guard) Deferral(ctx context.Context, p Pass) (time.Duration, observe.Result) {
+	wait := p.Verdict.Wait(p.At)
+	spread := g.spread(ctx, p, wait)
+	key := p.jobID + "@" + strconv.FormatInt(p.Verdict.Until.UnixMilli(), 10)
+	jitter, _ := safe.Value("policy", time.Duration(0), func() time.Duration {
+		return backoff.Delay(backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(spread)))), 1, backoff.Key(key))
+	})
+	d := wait + jitter
+	return d, observe.Result{
+		Err:      &observe.DeferredError{Dependency: p.Dep, Decision: p.Verdict.Decision, Until: p.Verdict.Until},
+		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d},
+		FireAt:   p.At.Add(d),
+		Counting: observe.Deferred,
+	}
+}
+
+// spread is how far apart the held-back runs of p's dependency wake: the
+// breaker's first cool-down, read from the store's status once a minute.
+// When it cannot be read: the wait itself while the breaker is open, else
+// DefaultSpread.
+func (g *Guard) spread(ctx context.Context, p Pass, wait time.Duration) time.Duration {
+	now := g.now()
+	g.mu.Lock()
+	c, ok := g.spreads[p.Dep]
+	g.mu.Unlock()
+	if ok && now.Before(c.until) {
+		return c.spread
+	}
+	spread := time.Duration(0)
+	sctx, cancel := context.WithTimeout(ctx, Timeout)
+	st, err := g.store.Status(sctx, p.Dep)
+	cancel()
+	if err == nil && st.Rule != "" {
+		if b, perr := breaker.Parse(st.Rule); perr == nil {
+			spread, _ = safe.Value("policy", time.Duration(0), func() time.Duration { return b.Cooldown(p.Dep, 1) })
+		}
+	}
+	if spread <= 0 {
+		if p.Verdict.Decision == breaker.DeferOpen && wait > 0 {
+			return wait
+		}
+		return DefaultSpread
+	}
+	g.mu.Lock()
+	g.spreads[p.Dep] = cached{spread: spread, until: now.Add(spreadTTL)}
+	g.mu.Unlock()
+	return spread
+}
+
+// Outcome is what a run that ended with err says about the dependency dep
+// it is bound to ("" for none), and the other dependency, if any, its
+// error binds the failure to. neutral says the adapter knows the run says
+// nothing about anything (cut short by a shutdown, cancelled by an
+// operator, snoozed by the job itself, or given up by a rule of the
+// engine's own).
+//
+//   - nil: a success;
+//   - neutral, or an error marked backoff.Permanent: neutral (a
+//     permanent error is the job's own trouble; a probe's slot is freed);
+//   - an error bound to dep with breaker.Dependency, or any other error of
+//     a job bound to dep: a failure;
+//   - an error bound to another dependency: neutral for dep, and a failure
+//     of the other one.
+func Outcome(dep string, err error, neutral bool) (own breaker.Outcome, other string) {
+	if err == nil && !neutral {
+		return breaker.Success, ""
+	}
+	if neutral {
+		return breaker.Neutral, ""
+	}
+	if permanent, perr := safe.Value("policy", false, func() bool { return backoff.IsPermanent(err) }); perr == nil && permanent {
+		return breaker.Neutral, ""
+	}
+	if marked, ok := breaker.DependencyOf(err); ok && marked != dep {
+		return breaker.Neutral, marked
+	}
+	return breaker.Failure, ""
+}
+
+// Done reports what the run p let through did: err is its error and
+// neutral as for [Outcome]. ctx is the attempt's context; the reports are
+// sent without its cancellation (a shutdown must still free a probe's
+// slot), bounded by Timeout.
+func (g *Guard) Done(ctx context.Context, p Pass, err error, neutral bool) {
+	if g == nil || p.Deferred() {
+		return
+	}
+	own, other := Outcome(p.Dep, err, neutral)
+	if p.Dep == "" && own == breaker.Failure {
+		// Not bound, not marked: nothing to say.
+		return
+	}
+	if p.Dep != "" {
+		g.record(ctx, p.Dep, p.Verdict.Ticket, own)
+	}
+	if other != "" {
+		g.record(ctx, other, breaker.Ticket{}, breaker.Failure)
+	}
+}
+
+// record sends one report and tells observers of the change it made.
+func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) {
+	if breaker.CheckName(dep) != nil {
+		return // a marker with a name no store can keep
+	}
+	seq := g.next()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
+	defer cancel()
+	tr, err := g.store.Record(rctx, dep, t, o)
+	if err != nil {
+		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
+		return
+	}
+	next := time.Time{}
+	if tr.Changed() && tr.To == breaker.Open {
+		// When the next probe may run is in the store's status: one more
+		// round trip, once per trip.
+		if st, serr := g.store.Status(rctx, dep); serr == nil {
+			next = st.NextProbe
+		}
+	}
+	g.saw(ctx, dep, tr, seq, next)
+}
+
+// next numbers a store call as it starts.
+func (g *Guard) next() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.seq++
+	return g.seq
+}
+
+// saw takes what store call seq showed of dep's breaker (tr: its state
+// before and after the call) and tells observers: a change another process
+// made since this one last looked, learned; a change the call made.
+func (g *Guard) saw(ctx context.Context, dep string, tr breaker.Transition, seq uint64, nextProbe time.Time) {
+	var out []observe.BreakerChange
+	now := g.now()
+	g.mu.Lock()
+	v, ok := g.known[dep]
+	if !ok {
+		v = view{state: breaker.Closed}
+	}
+	fresh := seq > v.seq
+	if fresh && v.state != tr.From {
+		out = append(out, observe.BreakerChange{System: g.system, Dependency: dep, From: v.state, To: tr.From, At: now, Learned: true})
+	}
+	if tr.Changed() {
+		out = append(out, observe.BreakerChange{System: g.system, Dependency: dep, From: tr.From, To: tr.To, At: now})
+	}
+	if fresh {
+		g.known[dep] = view{state: tr.To, seq: seq}
+	}
+	g.mu.Unlock()
+	for i := range out {
+		if out[i].To == breaker.Open {
+			out[i].NextProbe = nextProbe
+		}
+	}
+	for _, c := range out {
+		g.n.BreakerChanged(ctx, c)
+	}
+}
+
+// prefix is the adapter's name for error messages.
+func (g *Guard) prefix() string {
+	if g.n != nil && g.n.Prefix != "" {
+		return g.n.Prefix
+	}
+	return "rebound"
+}
