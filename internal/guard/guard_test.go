@@ -41,7 +41,7 @@ type watcher struct {
 }
 
 func (w *watcher) AttemptStarted(ctx context.Context, _ observe.Attempt) context.Context { return ctx }
-func (w *watcher) AttemptEnded(context.Context, observe.Attempt, observe.Result)        {}
+func (w *watcher) AttemptEnded(context.Context, observe.Attempt, observe.Result)         {}
 func (w *watcher) BreakerChanged(_ context.Context, c observe.BreakerChange) {
 	w.mu.Lock()
 	w.changes = append(w.changes, c)
