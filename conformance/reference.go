@@ -3,6 +3,9 @@ package conformance
 import (
 	"testing"
 	"time"
+
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/memstore"
 )
 
 // ReferenceHarness is the reference [Harness]: an in-memory engine on the
@@ -14,7 +17,7 @@ import (
 // attempt fails, Limits states what the engine promises, and its engines
 // implement every optional interface: [KindEngine], [ErrorEngine],
 // [CancelEngine], [RestartEngine], [ReclaimEngine], [BookkeepingEngine];
-// the harness is a [SharedHarness] too.
+// the harness is a [SharedHarness] and a [BreakerHarness] too.
 //
 // Build one with [Reference] or [ReferenceSynctest].
 type ReferenceHarness struct {
@@ -66,6 +69,9 @@ const (
 	faultOutcomeSwapped          // tells exhausted jobs permanent and permanent ones exhausted
 	faultEndedOffContext         // ends attempts with a context other than the one AttemptStarted returned
 	faultHandlerOffContext       // runs the handler without the context AttemptStarted returned
+	faultBreakerSpends           // a run the breaker defers spends an attempt
+	faultBreakerFlood            // asks the breaker about every run as a first run: the budget never holds the backlog back
+	faultBreakerNeverCloses      // reports a success of a bound job as neutral: a probe's success never closes the breaker
 )
 
 // Reference returns the reference harness on the real clock. It declares
@@ -154,7 +160,14 @@ func (h *ReferenceHarness) StartShared(t testing.TB, cfgs []Config) []Engine {
 	return out
 }
 
+// BreakerStore returns an in-memory store (breaker/memstore) on the
+// process's clock: the reference engine lives in one process.
+func (h *ReferenceHarness) BreakerStore(_ testing.TB, rules breaker.Rules) breaker.Store {
+	return memstore.New(rules, memstore.Options{})
+}
+
 var (
 	_ SharedHarness   = (*ReferenceHarness)(nil)
 	_ SynctestHarness = (*ReferenceHarness)(nil)
+	_ BreakerHarness  = (*ReferenceHarness)(nil)
 )
