@@ -72,18 +72,31 @@ type Guard struct {
 	system string
 	now    func() time.Time
 
-	mu      sync.Mutex
-	seq     uint64
-	known   map[string]view
-	spreads map[string]cached
+	mu       sync.Mutex
+	seq      uint64              // store calls started
+	inflight map[uint64]struct{} // store calls started and not yet answered
+	known    map[string]view
+	stashed  map[string]sighting
+	spreads  map[string]cached
 }
 
 // view is what this process last saw of a dependency's breaker: its state,
-// and the number of the store call that showed it (calls are numbered as
-// they start, so an answer older than the view does not replace it).
+// and the number of the last store call it covers. Calls are numbered as
+// they start; an answer of a call the view covers is older than the view
+// and changes nothing. A change a call of this process made covers every
+// call started before it was told, since their answers may predate it.
 type view struct {
 	state breaker.State
 	seq   uint64
+}
+
+// sighting is a state a store call showed, from before its own change (if
+// any): learned of, unless this process made it.
+type sighting struct {
+	ctx       context.Context
+	state     breaker.State
+	seq       uint64
+	nextProbe time.Time
 }
 
 type cached struct {
@@ -103,7 +116,7 @@ func New(cfg Config, n *notify.Notifier, system string) *Guard {
 		bind[k] = v
 	}
 	return &Guard{store: cfg.Store, bind: bind, n: n, system: system, now: time.Now,
-		known: map[string]view{}, spreads: map[string]cached{}}
+		inflight: map[uint64]struct{}{}, known: map[string]view{}, stashed: map[string]sighting{}, spreads: map[string]cached{}}
 }
 
 // SetClock replaces the guard's clock, for tests.
@@ -160,12 +173,13 @@ func (g *Guard) Ask(ctx context.Context, kind, jobID string, retry bool) Pass {
 	if breaker.CheckJobID(jobID) != nil {
 		job.ID = "" // not rememberable; the question still counts
 	}
-	seq := g.next()
+	seq := g.begin()
 	qctx, cancel := context.WithTimeout(ctx, Timeout)
 	v, err := g.store.Allow(qctx, dep, job)
 	cancel()
 	p.At = g.now()
 	if err != nil {
+		g.end(seq)
 		g.n.Report(fmt.Errorf("%s: breaker: asking about dependency %q for job %q, running it anyway: %w", g.prefix(), dep, jobID, err))
 		return p
 	}
@@ -289,11 +303,12 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	if breaker.CheckName(dep) != nil {
 		return // a marker with a name no store can keep
 	}
-	seq := g.next()
+	seq := g.begin()
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
 	defer cancel()
 	tr, err := g.store.Record(rctx, dep, t, o)
 	if err != nil {
+		g.end(seq)
 		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
 		return
 	}
@@ -308,44 +323,106 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	g.saw(ctx, dep, tr, seq, next)
 }
 
-// next numbers a store call as it starts.
-func (g *Guard) next() uint64 {
+// begin numbers a store call as it starts.
+func (g *Guard) begin() uint64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seq++
+	g.inflight[g.seq] = struct{}{}
 	return g.seq
 }
 
+// end forgets a store call that failed.
+func (g *Guard) end(seq uint64) {
+	g.mu.Lock()
+	delete(g.inflight, seq)
+	g.mu.Unlock()
+}
+
 // saw takes what store call seq showed of dep's breaker (tr: its state
-// before and after the call) and tells observers: a change another process
-// made since this one last looked, learned; a change the call made.
+// before and after the call) and tells observers: a change the call made,
+// and a change another process made since this one last looked (learned).
+//
+// Calls of one process overlap, and their answers come back in any order,
+// so a state a call saw is taken as learned only once every call started
+// before it has been answered: until then it is kept aside, and dropped if
+// one of those calls tells of a change of this process's own that covers
+// it. Without that, a process that trips the breaker while another of its
+// calls finds it open would tell the trip twice, once as learned.
 func (g *Guard) saw(ctx context.Context, dep string, tr breaker.Transition, seq uint64, nextProbe time.Time) {
-	var out []observe.BreakerChange
+	var out []told
 	now := g.now()
 	g.mu.Lock()
-	v, ok := g.known[dep]
-	if !ok {
-		v = view{state: breaker.Closed}
+	delete(g.inflight, seq)
+	if _, ok := g.known[dep]; !ok {
+		g.known[dep] = view{state: breaker.Closed}
 	}
-	fresh := seq > v.seq
-	if fresh && v.state != tr.From {
-		out = append(out, observe.BreakerChange{System: g.system, Dependency: dep, From: v.state, To: tr.From, At: now, Learned: true})
+	own := sighting{ctx: ctx, state: tr.From, seq: seq}
+	if !tr.Changed() {
+		own.nextProbe = nextProbe
+	}
+	if g.earlierInflight(seq) {
+		if s, ok := g.stashed[dep]; !ok || seq > s.seq {
+			g.stashed[dep] = own
+		}
+	} else {
+		out = g.learn(out, dep, own, now)
 	}
 	if tr.Changed() {
-		out = append(out, observe.BreakerChange{System: g.system, Dependency: dep, From: tr.From, To: tr.To, At: now})
+		c := observe.BreakerChange{System: g.system, Dependency: dep, From: tr.From, To: tr.To, At: now}
+		if tr.To == breaker.Open {
+			c.NextProbe = nextProbe
+		}
+		out = append(out, told{ctx, c})
+		// Every call started so far may have been answered before this
+		// change: none of their answers is news.
+		g.known[dep] = view{state: tr.To, seq: g.seq}
 	}
-	if fresh {
-		g.known[dep] = view{state: tr.To, seq: seq}
-	}
-	g.mu.Unlock()
-	for i := range out {
-		if out[i].To == breaker.Open {
-			out[i].NextProbe = nextProbe
+	for d, s := range g.stashed {
+		if !g.earlierInflight(s.seq) {
+			delete(g.stashed, d)
+			out = g.learn(out, d, s, now)
 		}
 	}
-	for _, c := range out {
-		g.n.BreakerChanged(ctx, c)
+	g.mu.Unlock()
+	for _, t := range out {
+		g.n.BreakerChanged(t.ctx, t.c)
 	}
+}
+
+// told is a change to tell, with the context to tell it with.
+type told struct {
+	ctx context.Context
+	c   observe.BreakerChange
+}
+
+// learn takes sighting s of dep's breaker into the view, appending to out
+// the change it shows, if any. The caller holds g.mu.
+func (g *Guard) learn(out []told, dep string, s sighting, now time.Time) []told {
+	v := g.known[dep]
+	if s.seq <= v.seq {
+		return out // older than the view
+	}
+	g.known[dep] = view{state: s.state, seq: s.seq}
+	if s.state == v.state {
+		return out
+	}
+	c := observe.BreakerChange{System: g.system, Dependency: dep, From: v.state, To: s.state, At: now, Learned: true}
+	if s.state == breaker.Open {
+		c.NextProbe = s.nextProbe
+	}
+	return append(out, told{s.ctx, c})
+}
+
+// earlierInflight reports whether a store call started before seq is still
+// waiting for its answer. The caller holds g.mu.
+func (g *Guard) earlierInflight(seq uint64) bool {
+	for s := range g.inflight {
+		if s < seq {
+			return true
+		}
+	}
+	return false
 }
 
 // prefix is the adapter's name for error messages.

@@ -319,3 +319,50 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Validate = %v", err)
 	}
 }
+
+// holdStore holds the answer of a Record until released, after the
+// change is applied: the next question of another goroutine sees the new
+// state before the report that made it comes back.
+type holdStore struct {
+	breaker.Store
+	applied, release chan struct{}
+}
+
+func (s *holdStore) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+	tr, err := s.Store.Record(ctx, dep, t, o)
+	if tr.Changed() {
+		close(s.applied)
+		<-s.release
+	}
+	return tr, err
+}
+
+// A process whose question finds the breaker open while its own report
+// that opened it is still on its way tells the trip once, as its own.
+func TestOverlappingCallsTellAChangeOnce(t *testing.T) {
+	c := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	mem := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse(rule))}, memstore.Options{Now: c.Now})
+	store := &holdStore{Store: mem, applied: make(chan struct{}), release: make(chan struct{})}
+	w := &watcher{}
+	g := newGuard(store, map[string]string{"charge": "payments"}, w, c)
+	ctx := context.Background()
+	g.Done(ctx, g.Ask(ctx, "charge", "1", false), errDown, false)
+	p := g.Ask(ctx, "charge", "2", false)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		g.Done(ctx, p, errDown, false) // trips, and waits
+	}()
+	<-store.applied
+	if q := g.Ask(ctx, "charge", "3", false); !q.Deferred() {
+		t.Fatalf("question after the trip: %+v, want deferred", q)
+	}
+	if got := w.told(); len(got) != 0 {
+		t.Fatalf("told %v while the tripping report was on its way, want nothing yet", got)
+	}
+	close(store.release)
+	<-done
+	if got := w.told(); fmt.Sprint(got) != "[payments closed->open]" {
+		t.Errorf("told %v, want the trip once, as this process's own", got)
+	}
+}
