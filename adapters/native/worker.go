@@ -38,7 +38,7 @@ type Worker struct {
 	key         func(*Job) backoff.Source
 	fallback    time.Duration
 	timeout     time.Duration
-	errTimeout  error // ErrTimeout with the timeout, the error of a timed-out attempt
+	errTimeout  error        // ErrTimeout with the timeout, the error of a timed-out attempt
 	brk         guard.Config // WithBreaker's store and WithDependency's bindings
 	guard       *guard.Guard // built from brk; nil guards nothing
 
