@@ -51,14 +51,14 @@ type breakerParams struct {
 
 // newBreakerParams sizes the check to the engine: the cool-down is long
 // against the engine's timing noise, so that probes are told apart from a
-// flood; the budget releases the backlog in about eight cool-downs, slow
+// flood; the budget releases the backlog in about five cool-downs, slow
 // enough that a backlog released all at once stands out.
 func newBreakerParams(lim Limits) breakerParams {
 	p := breakerParams{trip: 3, backlog: 20}
 	p.cooldown = max(250*time.Millisecond, 3*(lim.Resolution+lim.Lateness)+100*time.Millisecond).Round(time.Millisecond)
 	p.outage = 3 * p.cooldown
 	// Tokens a second, kept to the budget's thousandths.
-	p.floor = float64(int(float64(p.backlog+p.trip)/(8*p.cooldown.Seconds())*1000)) / 1000
+	p.floor = float64(int(float64(p.backlog+p.trip)/(5*p.cooldown.Seconds())*1000)) / 1000
 	p.floor = max(p.floor, breaker.MinFloor)
 	budget := breaker.MustBudget(breaker.NewBudget(0, p.floor, 1))
 	p.rule = breaker.Must(breaker.New(breaker.Config{
@@ -225,7 +225,7 @@ func checkBreaker(e *env) {
 	}
 
 	// Recovery: every job completes, the backlog at the budget's rate.
-	deadline := 14*p.cooldown + 10*time.Second
+	deadline := 12*p.cooldown + 10*time.Second
 	for id, st := range w.settleOpen(nil, deadline) {
 		states[id] = st
 	}
