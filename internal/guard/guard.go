@@ -81,24 +81,28 @@ type Guard struct {
 }
 
 // view is what this process last saw of a dependency's breaker: its state,
-// and the number of the last store call it covers. Calls are numbered as
-// they start; an answer of a call the view covers is older than the view
-// and changes nothing. A change a call of this process made covers every
-// call started before it was told, since their answers may predate it.
+// and the mark of the store call that showed it: the number of the last
+// call started when it was answered. Calls are numbered as they start; a
+// call numbered above the mark started after the view's call was answered,
+// so what it sees is newer. What an overlapping call sees cannot be
+// ordered against the view, since the store may have answered them in
+// either order.
 type view struct {
 	state breaker.State
-	seq   uint64
+	mark  uint64
 }
 
-// sighting is a state a store call showed, from before its own change (if
-// any): learned of, unless this process made it.
+// sighting is a state a store call showed (the state before its own
+// change, if it made one): a change another process made, unless one of
+// the calls it overlapped made it here.
 type sighting struct {
 	ctx       context.Context
 	state     breaker.State
-	seq       uint64
+	seq, mark uint64 // the call's number, and the last started when it was answered
 	nextProbe time.Time
 }
 
+// cached is a dependency's spread, read from the store's status.
 type cached struct {
 	spread time.Duration
 	until  time.Time
@@ -343,12 +347,15 @@ func (g *Guard) end(seq uint64) {
 // before and after the call) and tells observers: a change the call made,
 // and a change another process made since this one last looked (learned).
 //
-// Calls of one process overlap, and their answers come back in any order,
-// so a state a call saw is taken as learned only once every call started
-// before it has been answered: until then it is kept aside, and dropped if
-// one of those calls tells of a change of this process's own that covers
-// it. Without that, a process that trips the breaker while another of its
-// calls finds it open would tell the trip twice, once as learned.
+// The calls of one process overlap, the store answers them in an order
+// their numbers do not tell, and it says nothing of which call made a
+// change it shows. So a change a call made is told at once, and a state a
+// call saw is kept aside until every call it overlapped has been answered:
+// then it is learned if it is newer than the view (its call started after
+// the view's was answered) and differs from it, and dropped otherwise, for
+// one of those calls may have made it here. Without that, a process that
+// trips the breaker while another of its calls finds it open would tell
+// the trip twice, and an answer from before the trip would undo it.
 func (g *Guard) saw(ctx context.Context, dep string, tr breaker.Transition, seq uint64, nextProbe time.Time) {
 	var out []told
 	now := g.now()
@@ -357,29 +364,24 @@ func (g *Guard) saw(ctx context.Context, dep string, tr breaker.Transition, seq 
 	if _, ok := g.known[dep]; !ok {
 		g.known[dep] = view{state: breaker.Closed}
 	}
-	own := sighting{ctx: ctx, state: tr.From, seq: seq}
-	if !tr.Changed() {
-		own.nextProbe = nextProbe
-	}
-	if g.earlierInflight(seq) {
-		if s, ok := g.stashed[dep]; !ok || seq > s.seq {
-			g.stashed[dep] = own
-		}
-	} else {
-		out = g.learn(out, dep, own, now)
-	}
+	mark := g.seq
 	if tr.Changed() {
+		// This process's own change: told at once, exactly.
 		c := observe.BreakerChange{System: g.system, Dependency: dep, From: tr.From, To: tr.To, At: now}
 		if tr.To == breaker.Open {
 			c.NextProbe = nextProbe
 		}
 		out = append(out, told{ctx, c})
-		// Every call started so far may have been answered before this
-		// change: none of their answers is news.
-		g.known[dep] = view{state: tr.To, seq: g.seq}
+		g.known[dep] = view{state: tr.To, mark: max(mark, g.known[dep].mark)}
+	} else if tr.From != g.known[dep].state {
+		// Kept until every call it overlapped has been answered: one of
+		// them may have made the change here.
+		if s, ok := g.stashed[dep]; !ok || seq > s.seq {
+			g.stashed[dep] = sighting{ctx: ctx, state: tr.From, seq: seq, mark: mark, nextProbe: nextProbe}
+		}
 	}
 	for d, s := range g.stashed {
-		if !g.earlierInflight(s.seq) {
+		if !g.earlierInflight(s.mark + 1) {
 			delete(g.stashed, d)
 			out = g.learn(out, d, s, now)
 		}
@@ -396,17 +398,15 @@ type told struct {
 	c   observe.BreakerChange
 }
 
-// learn takes sighting s of dep's breaker into the view, appending to out
-// the change it shows, if any. The caller holds g.mu.
+// learn takes sighting s of dep's breaker into the view, when it is newer
+// than the view, appending to out the change it shows. The caller holds
+// g.mu.
 func (g *Guard) learn(out []told, dep string, s sighting, now time.Time) []told {
 	v := g.known[dep]
-	if s.seq <= v.seq {
-		return out // older than the view
+	if s.seq <= v.mark || s.state == v.state {
+		return out // not known to be newer, or no news
 	}
-	g.known[dep] = view{state: s.state, seq: s.seq}
-	if s.state == v.state {
-		return out
-	}
+	g.known[dep] = view{state: s.state, mark: s.mark}
 	c := observe.BreakerChange{System: g.system, Dependency: dep, From: v.state, To: s.state, At: now, Learned: true}
 	if s.state == breaker.Open {
 		c.NextProbe = s.nextProbe
@@ -432,3 +432,4 @@ func (g *Guard) prefix() string {
 	}
 	return "rebound"
 }
+

@@ -366,3 +366,75 @@ func TestOverlappingCallsTellAChangeOnce(t *testing.T) {
 		t.Errorf("told %v, want the trip once, as this process's own", got)
 	}
 }
+
+// gateStore answers each call with the next scripted transition, once the
+// test opens that call's gate.
+type gateStore struct {
+	downStore
+	mu      sync.Mutex
+	answers []breaker.Transition
+	gates   []chan struct{}
+	started chan int
+}
+
+func (s *gateStore) call() breaker.Transition {
+	s.mu.Lock()
+	i := len(s.gates)
+	gate := make(chan struct{})
+	s.gates = append(s.gates, gate)
+	tr := s.answers[i]
+	s.mu.Unlock()
+	s.started <- i
+	<-gate
+	return tr
+}
+
+func (s *gateStore) open(i int) {
+	s.mu.Lock()
+	gate := s.gates[i]
+	s.mu.Unlock()
+	close(gate)
+}
+
+func (s *gateStore) Allow(context.Context, string, breaker.Job) (breaker.Verdict, error) {
+	tr := s.call()
+	d := breaker.Run
+	if tr.To == breaker.Open {
+		d = breaker.DeferOpen
+	}
+	return breaker.Verdict{Decision: d, Transition: tr, Until: time.Now().Add(time.Second)}, nil
+}
+
+func (s *gateStore) Record(context.Context, string, breaker.Ticket, breaker.Outcome) (breaker.Transition, error) {
+	return s.call(), nil
+}
+
+// Answers of overlapping calls come back out of the store's order: a late
+// report finds the breaker open while the report that opened it is on its
+// way, and a question answered before the trip comes back after. The
+// process tells the trip once, as its own, and nothing undoes it.
+func TestOverlappingAnswersOutOfOrder(t *testing.T) {
+	s := &gateStore{started: make(chan int, 3), answers: []breaker.Transition{
+		{From: breaker.Closed, To: breaker.Closed}, // 0: a question answered before the trip
+		{From: breaker.Closed, To: breaker.Open},   // 1: the report that trips
+		{From: breaker.Open, To: breaker.Open},     // 2: a late report, after the trip
+	}}
+	w := &watcher{}
+	g := newGuard(s, map[string]string{"charge": "payments"}, w, &clock{now: time.Now()})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); g.Ask(ctx, "charge", "a", false) }()
+	<-s.started
+	go func() { defer wg.Done(); g.Done(ctx, Pass{Dep: "payments"}, errDown, false) }()
+	<-s.started
+	go func() { defer wg.Done(); g.Done(ctx, Pass{Dep: "payments"}, errDown, false) }()
+	<-s.started
+	s.open(2)
+	s.open(0)
+	s.open(1)
+	wg.Wait()
+	if got := w.told(); fmt.Sprint(got) != "[payments closed->open]" {
+		t.Errorf("told %v, want the trip once, as this process's own", got)
+	}
+}
