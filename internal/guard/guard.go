@@ -432,4 +432,3 @@ func (g *Guard) prefix() string {
 	}
 	return "rebound"
 }
-
