@@ -25,7 +25,8 @@ import (
 const Timeout = 5 * time.Second
 
 // DefaultSpread is how far apart the runs held back by one breaker wake
-// when the breaker's own first cool-down cannot be read (see Guard.spread).
+// when the breaker's own first cool-down cannot be read (see
+// Guard.Deferral).
 const DefaultSpread = 5 * time.Second
 
 // spreadTTL is how long a dependency's spread is cached.
@@ -77,7 +78,8 @@ type Guard struct {
 	inflight map[uint64]struct{} // store calls started and not yet answered
 	known    map[string]view
 	stashed  map[string]sighting
-	spreads  map[string]cached
+	rules    map[string]cached    // what deferrals need of each dependency's breaker
+	slots    map[string]time.Time // the next free slot of runs the budget holds back
 }
 
 // view is what this process last saw of a dependency's breaker: its state,
@@ -104,8 +106,8 @@ type sighting struct {
 
 // cached is a dependency's spread, read from the store's status.
 type cached struct {
-	spread time.Duration
-	until  time.Time
+	info  ruleInfo
+	until time.Time
 }
 
 // New returns the guard of cfg, or nil when cfg has no store. n tells the
@@ -120,7 +122,8 @@ func New(cfg Config, n *notify.Notifier, system string) *Guard {
 		bind[k] = v
 	}
 	return &Guard{store: cfg.Store, bind: bind, n: n, system: system, now: time.Now,
-		inflight: map[uint64]struct{}{}, known: map[string]view{}, stashed: map[string]sighting{}, spreads: map[string]cached{}}
+		inflight: map[uint64]struct{}{}, known: map[string]view{}, stashed: map[string]sighting{},
+		rules: map[string]cached{}, slots: map[string]time.Time{}}
 }
 
 // SetClock replaces the guard's clock, for tests.
@@ -198,18 +201,46 @@ func (g *Guard) Ask(ctx context.Context, kind, jobID string, retry bool) Pass {
 
 // Deferral returns how long after p.At a run p holds back waits, and the
 // result observers are told (the adapter sets FireAt to what its engine
-// applied, when it knows better). The wait is the verdict's Until plus a
-// jitter of up to one first cool-down of the breaker, keyed by the job and
-// the deferral, so the runs one breaker held back do not all ask again at
-// the same moment.
+// applied, when it knows better).
+//
+//   - Held back by an open breaker (or by probes all taken): until the
+//     verdict's Until, plus a jitter of up to one first cool-down of the
+//     breaker, keyed by the job and the deferral, so that the runs one
+//     breaker held back do not all ask again at the same moment.
+//   - Held back by the retry budget: the verdict's Until is when the next
+//     token is due, the same for every run asking; if they all asked again
+//     then, all but one would be held back again, over and over, a herd of
+//     questions as large as the backlog. So each run of this process gets
+//     a slot of its own instead, one token's worth of time (at the
+//     budget's rate: its floor and the share of the successes it
+//     releases) after the slot before: this process then asks no faster
+//     than the budget pays out, whatever its backlog, and the runs it
+//     held back come back in the order it held them back. A run that finds
+//     its token taken by another process takes the next free slot.
 func (g *Guard) Deferral(ctx context.Context, p Pass) (time.Duration, observe.Result) {
 	wait := p.Verdict.Wait(p.At)
-	spread := g.spread(ctx, p, wait)
-	key := p.jobID + "@" + strconv.FormatInt(p.Verdict.Until.UnixMilli(), 10)
-	jitter, _ := safe.Value("policy", time.Duration(0), func() time.Duration {
-		return backoff.Delay(backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(spread)))), 1, backoff.Key(key))
-	})
-	d := wait + jitter
+	r := g.ruleOf(ctx, p.Dep)
+	key := backoff.Key(p.jobID + "@" + strconv.FormatInt(p.Verdict.Until.UnixMilli(), 10))
+	var d time.Duration
+	if p.Verdict.Decision == breaker.DeferBudget && r.slot > 0 {
+		g.mu.Lock()
+		fire := p.At.Add(wait)
+		if next := g.slots[p.Dep]; next.After(fire) {
+			fire = next
+		}
+		g.slots[p.Dep] = fire.Add(r.slot)
+		g.mu.Unlock()
+		d = fire.Sub(p.At) + jitter(r.slot, key)
+	} else {
+		spread := r.spread
+		if spread <= 0 {
+			spread = DefaultSpread
+			if p.Verdict.Decision == breaker.DeferOpen && wait > 0 {
+				spread = wait
+			}
+		}
+		d = wait + jitter(spread, key)
+	}
 	return d, observe.Result{
 		Err:      &observe.DeferredError{Dependency: p.Dep, Decision: p.Verdict.Decision, Until: p.Verdict.Until},
 		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: d},
@@ -218,37 +249,60 @@ func (g *Guard) Deferral(ctx context.Context, p Pass) (time.Duration, observe.Re
 	}
 }
 
-// spread is how far apart the held-back runs of p's dependency wake: the
-// breaker's first cool-down, read from the store's status once a minute.
-// When it cannot be read: the wait itself while the breaker is open, else
-// DefaultSpread.
-func (g *Guard) spread(ctx context.Context, p Pass, wait time.Duration) time.Duration {
+// jitter is a keyed draw from [0, spread).
+func jitter(spread time.Duration, key backoff.Source) time.Duration {
+	j, _ := safe.Value("policy", time.Duration(0), func() time.Duration {
+		return backoff.Delay(backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(spread)))), 1, key)
+	})
+	return j
+}
+
+// ruleInfo is what a deferral needs of a dependency's breaker: its first
+// cool-down (the spread of runs held back while it is open) and one
+// token's worth of time at its budget's rate (the slot of a run held back
+// by the budget). Zero values are unknown.
+type ruleInfo struct {
+	spread, slot time.Duration
+}
+
+// ruleOf reads dep's breaker from the store's status (its text form), once
+// a minute.
+func (g *Guard) ruleOf(ctx context.Context, dep string) ruleInfo {
 	now := g.now()
 	g.mu.Lock()
-	c, ok := g.spreads[p.Dep]
+	c, ok := g.rules[dep]
 	g.mu.Unlock()
 	if ok && now.Before(c.until) {
-		return c.spread
+		return c.info
 	}
-	spread := time.Duration(0)
+	var info ruleInfo
 	sctx, cancel := context.WithTimeout(ctx, Timeout)
-	st, err := g.store.Status(sctx, p.Dep)
+	st, err := g.store.Status(sctx, dep)
 	cancel()
 	if err == nil && st.Rule != "" {
 		if b, perr := breaker.Parse(st.Rule); perr == nil {
-			spread, _ = safe.Value("policy", time.Duration(0), func() time.Duration { return b.Cooldown(p.Dep, 1) })
+			info.spread, _ = safe.Value("policy", time.Duration(0), func() time.Duration { return b.Cooldown(dep, 1) })
+			info.slot = tokenTime(b.Budget())
 		}
 	}
-	if spread <= 0 {
-		if p.Verdict.Decision == breaker.DeferOpen && wait > 0 {
-			return wait
-		}
-		return DefaultSpread
+	if info.spread > 0 {
+		g.mu.Lock()
+		g.rules[dep] = cached{info: info, until: now.Add(spreadTTL)}
+		g.mu.Unlock()
 	}
-	g.mu.Lock()
-	g.spreads[p.Dep] = cached{spread: spread, until: now.Add(spreadTTL)}
-	g.mu.Unlock()
-	return spread
+	return info
+}
+
+// tokenTime is how long budget b takes to earn one token while every
+// token it earns goes to a retry that succeeds: floor + ratio x rate
+// tokens a second, so a rate of floor / (1 - ratio) (taken at no more
+// than ten times the floor). Zero for the zero Budget.
+func tokenTime(b breaker.Budget) time.Duration {
+	if b.IsZero() {
+		return 0
+	}
+	rate := b.Floor() / max(1-b.Ratio(), 0.1)
+	return max(time.Duration(float64(time.Second)/rate), time.Microsecond)
 }
 
 // Outcome is what a run that ended with err says about the dependency dep

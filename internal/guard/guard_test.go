@@ -289,7 +289,7 @@ func TestAStoreThatIsDownLetsJobsRun(t *testing.T) {
 }
 
 func TestDeferralWithoutARuleSpreadsOverTheWait(t *testing.T) {
-	g := &Guard{store: downStore{}, n: &notify.Notifier{}, now: time.Now, known: map[string]view{}, spreads: map[string]cached{}}
+	g := New(Config{Store: downStore{}}, &notify.Notifier{OnError: func(error) {}}, "test")
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	p := Pass{Dep: "payments", Asked: true, At: at, jobID: "1",
 		Verdict: breaker.Verdict{Decision: breaker.DeferOpen, Until: at.Add(3 * time.Second)}}
@@ -436,5 +436,33 @@ func TestOverlappingAnswersOutOfOrder(t *testing.T) {
 	wg.Wait()
 	if got := w.told(); fmt.Sprint(got) != "[payments closed->open]" {
 		t.Errorf("told %v, want the trip once, as this process's own", got)
+	}
+}
+
+// Runs the retry budget holds back get slots of their own, one token's
+// worth of time apart (at the budget's rate), in the order they were held
+// back: this process asks no faster than the budget pays out.
+func TestBudgetDeferralsTakeSlots(t *testing.T) {
+	c := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	// 10 tokens a second, and 50% of the successes: 20 a second, 50ms.
+	store := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s), budget=budget(50%, 10/s, 1))"))}, memstore.Options{Now: c.Now})
+	g := newGuard(store, map[string]string{"charge": "payments"}, &watcher{}, c)
+	ctx := context.Background()
+	g.Done(ctx, g.Ask(ctx, "charge", "trip", false), errDown, false)
+	c.Add(time.Second)
+	g.Done(ctx, g.Ask(ctx, "charge", "probe", true), nil, false) // closes, the budget empty
+	var last time.Duration
+	for i := range 20 {
+		p := g.Ask(ctx, "charge", fmt.Sprint("job-", i), true)
+		if p.Verdict.Decision != breaker.DeferBudget {
+			t.Fatalf("rerun %d after the close: %v, want defer-budget", i, p.Verdict.Decision)
+		}
+		d, _ := g.Deferral(ctx, p)
+		// The first slot is when the first token is due: 100ms at the floor.
+		lo := 100*time.Millisecond + time.Duration(i)*50*time.Millisecond
+		if d < lo || d >= lo+100*time.Millisecond || (i > 0 && d <= last) {
+			t.Errorf("rerun %d waits %v, want in its slot [%v, %v) after the one before (%v)", i, d, lo, lo+100*time.Millisecond, last)
+		}
+		last = d
 	}
 }
