@@ -103,7 +103,9 @@ type chargeWorker struct {
 	dep *caller
 }
 
-func (w *chargeWorker) Work(ctx context.Context, _ *river.Job[ChargeArgs]) error { return w.dep.call(ctx) }
+func (w *chargeWorker) Work(ctx context.Context, _ *river.Job[ChargeArgs]) error {
+	return w.dep.call(ctx)
+}
 
 // runRiver is a worker process: a River client with the Retrier plugged in
 // as documented, fetching every 100ms.
