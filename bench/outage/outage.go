@@ -188,6 +188,9 @@ type Result struct {
 	// the backlog emptied; PeakAt when that second began, after recovery.
 	Peak   int           `json:"peak_per_s"`
 	PeakAt time.Duration `json:"peak_at_ns"`
+	// PerSecond counts the calls in each second from the recovery until
+	// the backlog emptied: how steadily it was released.
+	PerSecond []int `json:"per_second_after_recovery"`
 	// BudgetRate is the breaker budget's rate (breaker mode only).
 	BudgetRate float64 `json:"budget_rate,omitempty"`
 	// TimedOut reports a run that hit its deadline.
@@ -205,6 +208,16 @@ func (r *Result) measure(calls []Call, outage, done time.Duration) {
 		}
 	}
 	r.Drain = done - outage
+	for _, c := range calls {
+		if c.At < outage || c.At > max(done, outage) {
+			continue
+		}
+		sec := int((c.At - outage) / time.Second)
+		for len(r.PerSecond) <= sec {
+			r.PerSecond = append(r.PerSecond, 0)
+		}
+		r.PerSecond[sec]++
+	}
 	// Sliding one-second windows, in 10ms steps, from the recovery until
 	// the backlog emptied.
 	i := sort.Search(len(calls), func(i int) bool { return calls[i].At >= outage })

@@ -1,6 +1,7 @@
 package outage
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,9 @@ func TestMeasure(t *testing.T) {
 	r.measure(calls, 5*s, 7*s)
 	if r.OutageCalls != 50 || r.TotalCalls != 90 || r.Drain != 2*s {
 		t.Errorf("outage calls %d, total %d, drain %v; want 50, 90, 2s", r.OutageCalls, r.TotalCalls, r.Drain)
+	}
+	if fmt.Sprint(r.PerSecond) != "[30 10]" {
+		t.Errorf("per second after recovery %v, want [30 10]", r.PerSecond)
 	}
 	if r.Peak != 30 || r.PeakAt != 0 {
 		t.Errorf("peak %d/s at %v after recovery, want 30 at 0s", r.Peak, r.PeakAt)
