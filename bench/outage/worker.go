@@ -61,7 +61,6 @@ func (sp Spec) Args() []string {
 type caller struct {
 	url    string
 	client *http.Client
-	errors atomic.Int64
 }
 
 func newCaller(url string, concurrency int) *caller {
