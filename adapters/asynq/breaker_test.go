@@ -107,3 +107,27 @@ func TestBreakerWithoutIsFailureIsReported(t *testing.T) {
 		}
 	})
 }
+
+// On a task's last allowed run (its retry count at MaxRetry) asynq
+// archives any failure, so a deferral would lose it: the run is not held
+// back, it runs.
+func TestBreakerRunsALastAllowedRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1h))"))}, memstore.Options{})
+		if _, err := store.Record(context.Background(), "payments", breaker.Ticket{}, breaker.Failure); err != nil {
+			t.Fatal(err)
+		}
+		obs := &reboundtest.Recorder{}
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 3), WithObserver(obs), WithBreaker(store), WithDependency(kind, "payments"))
+		rc := newRecorder(func(string, int) error { return nil })
+		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{isFailure: r.IsFailure})
+		id := s.enqueue(t, nil, map[string]string{"h": "1"}, asynq.MaxRetry(0), asynq.Retention(time.Hour))
+		s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
+		if runs := rc.get(id); len(runs) != 1 {
+			t.Fatalf("handler ran %d times, want once", len(runs))
+		}
+		if got := obs.Story(id); got != "1 success" {
+			t.Errorf("observer heard:\n%s\nwant the one run, not deferred", got)
+		}
+	})
+}
