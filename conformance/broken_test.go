@@ -236,6 +236,24 @@ var brokenCases = []struct {
 		passes: "Schedule",
 	},
 	{
+		name:   "a breaker that spends attempts",
+		fault:  faultBreakerSpends,
+		fails:  map[string]string{"Breaker": "runs the breaker deferred spent an attempt"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "a breaker that releases the backlog at once",
+		fault:  faultBreakerFlood,
+		fails:  map[string]string{"Breaker": "the backlog was released at once, not at the budget's rate"},
+		passes: "AttemptsCap",
+	},
+	{
+		name:   "a breaker that never closes",
+		fault:  faultBreakerNeverCloses,
+		fails:  map[string]string{"Breaker": "want closed: a probe's success must close it"},
+		passes: "AttemptsCap",
+	},
+	{
 		name:   "kind rules ignored",
 		fault:  faultIgnoreKinds,
 		fails:  map[string]string{"KindRules": "ran 3 times, want 2"},
@@ -292,6 +310,8 @@ func TestBrokenHarnessesRealClock(t *testing.T) {
 		{faultTimeoutSuccess, "Timeout", "the engine counts that as a failure, but the observer was told success"},
 		{faultInterruptCounted, "Restart", "want interrupted"},
 		{faultSharedByID, "Concurrency", "was another engine's decision for a job with the same ID applied?"},
+		{faultBreakerFlood, "Breaker", "the backlog was released at once, not at the budget's rate"},
+		{faultBreakerSpends, "Breaker", "runs the breaker deferred spent an attempt"},
 	} {
 		h := &ReferenceHarness{fault: f.fault}
 		if got := findings(t, h, f.check); !containsPhrase(got, f.phrase) {
@@ -332,6 +352,7 @@ var featureChecks = map[Feature]string{
 	FeatureRestart:     "Restart",
 	FeatureBookkeeping: "Bookkeeping",
 	FeatureShared:      "Concurrency",
+	FeatureBreaker:     "Breaker",
 }
 
 // TestMissingFeatures checks that a harness without an expected feature

@@ -52,7 +52,10 @@
 //     and they size its windows.
 //   - The engine should implement the optional interfaces: [KindEngine],
 //     [ErrorEngine], [CancelEngine], [RestartEngine] and
-//     [BookkeepingEngine], and the harness [SharedHarness]. A check that
+//     [BookkeepingEngine], and the harness [SharedHarness] and
+//     [BreakerHarness] (a breaker store on the engine's backend; the
+//     Breaker check passes it in Config.Breaker with Config.Dependencies,
+//     for the adapter's WithBreaker and WithDependency). A check that
 //     needs one the harness lacks fails, saying what to implement, unless
 //     the harness declares the lack with its reason ([LackingHarness]).
 //     [ReclaimEngine] is optional: without it the Reclaim check is
@@ -189,6 +192,21 @@
 //     an engine that shares the job's metadata map with it.
 //   - Bookkeeping ([BookkeepingEngine]): after jobs through every ending,
 //     Pending() returns to zero.
+//   - Breaker ([BreakerHarness]): jobs of a kind bound to a dependency
+//     live through an outage. Bound jobs that fail permanently leave the
+//     breaker closed; the breaker trips after its failures of the
+//     dependency itself; while it is open, bound jobs are deferred
+//     (observe.Deferred, naming the dependency) without their handler
+//     running and without spending an attempt (the next run keeps the
+//     number), the dependency gets at most one probe per cool-down, and no
+//     job is exhausted by an outage many times the rule's schedule; jobs
+//     bound to nothing run meanwhile and are never deferred. Once the
+//     dependency is back a probe closes the breaker, the backlog is
+//     released at the retry budget's rate (no window of one cool-down holds
+//     more calls than the budget earns in it plus its burst and the probe),
+//     every job completes, and an observer that implements
+//     observe.BreakerObserver is told every change, in order, ending
+//     closed.
 //   - Herd: two cohorts of 200 jobs fail on their first run. A slice is
 //     the engine's timing noise, Resolution + Lateness (at least 20 ms),
 //     and the window is ten slices; for a coarse engine where that passes
@@ -215,7 +233,8 @@
 // its own, an observer never told, a retry told to fire at once, a false
 // alarm, a worker that dies of a policy panic or of an error's text, a
 // huge delay that overflows and fires at once, error messages stored
-// unchecked, a timed-out attempt told as a success, a cancelled job that
+// unchecked, a breaker that spends attempts on the runs it defers, one
+// that releases the backlog at once, one that never closes, a timed-out attempt told as a success, a cancelled job that
 // runs anyway, an interruption counted as a failure, a stale worker's
 // outcome applied, one engine's decision applied to another's job with the
 // same ID, bookkeeping that leaks, a give-up hook called twice or for a

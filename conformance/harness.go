@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -110,6 +111,14 @@ type Config struct {
 	// (every adapter's WithKindRule); other kinds run under Rule. Jobs
 	// get a kind through [KindEngine].
 	KindRules map[string]backoff.Rule
+	// Breaker, when not nil, is the store of circuit breakers the adapter
+	// must guard jobs with (every adapter's WithBreaker), and
+	// Dependencies binds job kinds to the dependencies they need (every
+	// adapter's WithDependency). The suite sets them in the Breaker check
+	// only, with a store from [BreakerHarness]; every bound kind is a key
+	// of KindRules too.
+	Breaker      breaker.Store
+	Dependencies map[string]string
 }
 
 // Job is one attempt of one job, as the handler sees it.

@@ -47,6 +47,9 @@ type recorder struct {
 	nonce    int64
 	// gate releases the first runs of Stale scripts.
 	gate chan struct{}
+	// dep is the dependency Dep scripts call (the Breaker check's); set
+	// before the worker starts.
+	dep *dependency
 }
 
 func newRecorder() *recorder {
@@ -108,6 +111,12 @@ func (r *recorder) handle(ctx context.Context, job Job) (err error) {
 		r.problems = append(r.problems, fmt.Sprintf("job %s: %v", job.ID, derr))
 		r.mu.Unlock()
 		return backoff.Permanent(derr)
+	}
+	if s.Dep {
+		if r.dep == nil {
+			return errors.New("conformance: a Dep script ran without the Breaker check's dependency")
+		}
+		return r.dep.call()
 	}
 	return s.run(ctx, n, r)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 	"github.com/rebound-go/rebound/internal/safe"
 )
@@ -21,6 +22,9 @@ type refAdapter struct {
 	h   *ReferenceHarness
 	cfg Config
 	n   notify.Notifier
+	// g guards the jobs bound to a dependency (Config.Breaker and
+	// Dependencies); nil guards nothing.
+	g *guard.Guard
 
 	mu sync.Mutex
 	// open counts the running attempts of each job: the adapter's per-job
@@ -46,6 +50,7 @@ func newRefAdapter(h *ReferenceHarness, cfg Config) *refAdapter {
 	if h.fault == faultNoObserver {
 		a.n.Observer = nil
 	}
+	a.g = guard.New(guard.Config{Store: cfg.Breaker, Bind: cfg.Dependencies}, &a.n, "reference")
 	return a
 }
 

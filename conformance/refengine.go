@@ -54,6 +54,8 @@ type refJob struct {
 	last     observe.Attempt
 	// cancelled is set by an operator's cancel of the waiting job.
 	cancelled bool
+	// deferrals counts the runs a breaker held back.
+	deferrals int
 }
 
 // refRun is one running attempt.

@@ -3,6 +3,9 @@ package conformance
 import (
 	"testing"
 	"time"
+
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/memstore"
 )
 
 // ReferenceHarness is the reference [Harness]: an in-memory engine on the
@@ -14,7 +17,7 @@ import (
 // attempt fails, Limits states what the engine promises, and its engines
 // implement every optional interface: [KindEngine], [ErrorEngine],
 // [CancelEngine], [RestartEngine], [ReclaimEngine], [BookkeepingEngine];
-// the harness is a [SharedHarness] too.
+// the harness is a [SharedHarness] and a [BreakerHarness] too.
 //
 // Build one with [Reference] or [ReferenceSynctest].
 type ReferenceHarness struct {
@@ -35,37 +38,40 @@ type ReferenceHarness struct {
 type fault int
 
 const (
-	faultNone              fault = iota
-	faultAttemptOffBy1           // reports Job.Attempt 0-based
-	faultCapPlusOne              // allows one run more than MaxAttempts
-	faultEarly                   // fires retries at half their delay
-	faultLate                    // fires retries well after their delay
-	faultUnkeyed                 // keys every job's jitter by the same key
-	faultRetryPermanent          // retries errors marked backoff.Permanent
-	faultIgnoreHint              // ignores backoff.RetryAfter hints
-	faultDropPanicked            // loses a job whose handler panicked
-	faultMangle                  // hands the handler a changed payload
-	faultSmear                   // spreads retries by itself, as a slow engine would
-	faultNoObserver              // never tells Config.Observer anything
-	faultToldAtOnce              // tells observers a retry fires at once
-	faultFalseAlarm              // reports an internal error after every success
-	faultPolicyPanicKills        // the worker dies when the policy panics
-	faultHugeAtOnce              // a delay near the Duration limit overflows and fires at once
-	faultErrorTextKills          // the worker dies reading a hostile error's text
-	faultErrorRaw                // stores error messages whole and unchecked
-	faultTimeoutSuccess          // counts an overrun as a failure but tells observers the handler's success
-	faultCancelRuns              // a cancelled waiting job still runs at its fire time
-	faultInterruptCounted        // counts a run cut short by a restart as a failed attempt
-	faultStaleApplied            // applies a reclaimed run's late success
-	faultSharedByID              // engines sharing the adapter mix up decisions of jobs with the same ID
-	faultLeak                    // keeps a bookkeeping entry for every job given up
-	faultGiveUpTwice             // ends a given-up attempt twice: observer and hook told twice
-	faultGiveUpOnSuccess         // calls the give-up hook for a job that succeeds after retries
-	faultIgnoreKinds             // runs every kind under Config.Rule
-	faultHookUnguarded           // HookDelay lets a policy's panic through
-	faultOutcomeSwapped          // tells exhausted jobs permanent and permanent ones exhausted
-	faultEndedOffContext         // ends attempts with a context other than the one AttemptStarted returned
-	faultHandlerOffContext       // runs the handler without the context AttemptStarted returned
+	faultNone               fault = iota
+	faultAttemptOffBy1            // reports Job.Attempt 0-based
+	faultCapPlusOne               // allows one run more than MaxAttempts
+	faultEarly                    // fires retries at half their delay
+	faultLate                     // fires retries well after their delay
+	faultUnkeyed                  // keys every job's jitter by the same key
+	faultRetryPermanent           // retries errors marked backoff.Permanent
+	faultIgnoreHint               // ignores backoff.RetryAfter hints
+	faultDropPanicked             // loses a job whose handler panicked
+	faultMangle                   // hands the handler a changed payload
+	faultSmear                    // spreads retries by itself, as a slow engine would
+	faultNoObserver               // never tells Config.Observer anything
+	faultToldAtOnce               // tells observers a retry fires at once
+	faultFalseAlarm               // reports an internal error after every success
+	faultPolicyPanicKills         // the worker dies when the policy panics
+	faultHugeAtOnce               // a delay near the Duration limit overflows and fires at once
+	faultErrorTextKills           // the worker dies reading a hostile error's text
+	faultErrorRaw                 // stores error messages whole and unchecked
+	faultTimeoutSuccess           // counts an overrun as a failure but tells observers the handler's success
+	faultCancelRuns               // a cancelled waiting job still runs at its fire time
+	faultInterruptCounted         // counts a run cut short by a restart as a failed attempt
+	faultStaleApplied             // applies a reclaimed run's late success
+	faultSharedByID               // engines sharing the adapter mix up decisions of jobs with the same ID
+	faultLeak                     // keeps a bookkeeping entry for every job given up
+	faultGiveUpTwice              // ends a given-up attempt twice: observer and hook told twice
+	faultGiveUpOnSuccess          // calls the give-up hook for a job that succeeds after retries
+	faultIgnoreKinds              // runs every kind under Config.Rule
+	faultHookUnguarded            // HookDelay lets a policy's panic through
+	faultOutcomeSwapped           // tells exhausted jobs permanent and permanent ones exhausted
+	faultEndedOffContext          // ends attempts with a context other than the one AttemptStarted returned
+	faultHandlerOffContext        // runs the handler without the context AttemptStarted returned
+	faultBreakerSpends            // a run the breaker defers spends an attempt
+	faultBreakerFlood             // asks the breaker about every run as a first run: the budget never holds the backlog back
+	faultBreakerNeverCloses       // reports a success of a bound job as neutral: a probe's success never closes the breaker
 )
 
 // Reference returns the reference harness on the real clock. It declares
@@ -154,7 +160,14 @@ func (h *ReferenceHarness) StartShared(t testing.TB, cfgs []Config) []Engine {
 	return out
 }
 
+// BreakerStore returns an in-memory store (breaker/memstore) on the
+// process's clock: the reference engine lives in one process.
+func (h *ReferenceHarness) BreakerStore(_ testing.TB, rules breaker.Rules) breaker.Store {
+	return memstore.New(rules, memstore.Options{})
+}
+
 var (
 	_ SharedHarness   = (*ReferenceHarness)(nil)
 	_ SynctestHarness = (*ReferenceHarness)(nil)
+	_ BreakerHarness  = (*ReferenceHarness)(nil)
 )

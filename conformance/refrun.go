@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
@@ -59,6 +60,10 @@ func (e *refEngine) run(j *refJob) {
 	e.mu.Lock()
 	r.octx, r.att = octx, att
 	e.mu.Unlock()
+	pass, held := e.ask(j, r, octx, att)
+	if held {
+		return
+	}
 	hctx := octx
 	if fault == faultHandlerOffContext {
 		hctx = attemptCtx
@@ -73,10 +78,46 @@ func (e *refEngine) run(j *refJob) {
 	if timedOut {
 		err = fmt.Errorf("conformance: reference: the attempt outlived its timeout %v: %w", a.timeout(), context.DeadlineExceeded)
 	}
+	e.mu.Lock()
+	neutral := r.why != nil || r.stale || e.ctx.Err() != nil || (fault == faultBreakerNeverCloses && err == nil)
+	e.mu.Unlock()
+	a.g.Done(octx, pass, err, neutral)
 	if fault == faultEndedOffContext {
 		octx = attemptCtx
 	}
 	e.conclude(j, r, octx, att, n, err, herr, perr != nil, timedOut)
+}
+
+// ask asks the breaker, for a job bound to a dependency, whether its run
+// may start. A run held back is put back without spending an attempt, to
+// run again after the deferral, and told to the observer as deferred;
+// held reports it.
+func (e *refEngine) ask(j *refJob, r *refRun, octx context.Context, att observe.Attempt) (p guard.Pass, held bool) {
+	a, fault := e.a, e.a.h.fault
+	e.mu.Lock()
+	id, rerun := j.id, j.attempts > 0 || j.deferrals > 0
+	e.mu.Unlock()
+	if fault == faultBreakerFlood {
+		id, rerun = "", false
+	}
+	p = a.g.Ask(octx, j.kind, id, rerun)
+	if !p.Deferred() {
+		return p, false
+	}
+	d, res := a.g.Deferral(octx, p)
+	e.mu.Lock()
+	j.cur = nil
+	j.deferrals++
+	if fault == faultBreakerSpends {
+		j.attempts++
+	}
+	if !e.closed && !e.dead {
+		e.schedule(j, d)
+	}
+	e.mu.Unlock()
+	a.release(e, j.id)
+	a.n.Ended(octx, att, res)
+	return p, true
 }
 
 // conclude applies the outcome of attempt n of j and tells the observer.

@@ -46,6 +46,7 @@ var checks = []check{
 	{"Reclaim", checkReclaim},
 	{"Concurrency", checkConcurrency},
 	{"Bookkeeping", checkBookkeeping},
+	{"Breaker", checkBreaker},
 	{"Herd", checkHerd},
 	// Last: an engine that fails these may take the whole test process
 	// down (a panic on a worker goroutine), which loses what later checks

@@ -44,6 +44,11 @@ type script struct {
 	// succeed, and every later run fail permanently: the Reclaim check's
 	// job, whose first run is made stale while it waits.
 	Stale bool `json:"stale,omitempty"`
+	// Dep makes every run call the Breaker check's dependency: it fails
+	// (not permanently) while the dependency is down and succeeds once it
+	// is back. How many runs that takes is the breaker's business, so the
+	// suite does not count them.
+	Dep bool `json:"dep,omitempty"`
 }
 
 // fails reports whether run n fails.
@@ -129,6 +134,8 @@ func (e *scriptedError) Error() string {
 // maxAttempts, and the state it must end in.
 func (s script) expect(maxAttempts int) (runs int, final State) {
 	switch {
+	case s.Dep:
+		return 1, StateCompleted // at least; see worker.open
 	case s.Stale:
 		return 2, StateFailed
 	case s.Permanent:
@@ -143,6 +150,8 @@ func (s script) expect(maxAttempts int) (runs int, final State) {
 func (s script) describe() string {
 	var what string
 	switch {
+	case s.Dep:
+		return "calls the dependency: fails while it is down, then succeeds"
 	case s.Stale:
 		return "is made stale on its first run, then fails permanently"
 	case s.Permanent:

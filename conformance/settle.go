@@ -102,6 +102,9 @@ func (w *worker) settle() map[string]State {
 func (w *worker) looksDone(j *job) bool {
 	want, _ := w.runsWanted(j)
 	runs := w.rec.runs(j.id)
+	if j.s.Dep {
+		return len(runs) > 0 && runs[len(runs)-1].ended && runs[len(runs)-1].err == nil
+	}
 	return len(runs) >= want && runs[len(runs)-1].ended
 }
 

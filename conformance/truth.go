@@ -196,6 +196,8 @@ func (w *worker) storyOf(j *job, runs []run, evs []*event, events map[*event]eve
 		case observe.Counted, observe.Interrupted:
 		case observe.Snoozed:
 			w.errorf("%s: attempt %d was told snoozed; the suite never snoozes a job", what, a.Number)
+		case observe.Deferred:
+			w.checkDeferred(what, j, a, r, res)
 		default:
 			w.errorf("%s: attempt %d was told Counting %d, which observe does not define", what, a.Number, res.Counting)
 		}
@@ -287,6 +289,28 @@ func (w *worker) storyOf(j *job, runs []run, evs []*event, events map[*event]eve
 			w.errorf("%s: the give-up hook was told %v at attempt %d, but the observer %v at attempt %d",
 				what, g.g.Outcome, g.g.Attempt.Number, lastRes.Decision.Outcome, events[last].attempt.Number)
 		}
+	}
+}
+
+// checkDeferred checks an attempt told deferred by a breaker: only a job
+// bound to a dependency may be held back, its handler must not have run,
+// and the observer must be told the dependency and when the job runs
+// again.
+func (w *worker) checkDeferred(what string, j *job, a observe.Attempt, r *run, res observe.Result) {
+	dep, bound := w.cfg.Dependencies[j.kind]
+	if !bound || w.cfg.Breaker == nil {
+		w.errorf("%s: attempt %d was told deferred, but the job is bound to no dependency: a breaker must leave jobs of other dependencies untouched", what, a.Number)
+		return
+	}
+	if r != nil {
+		w.errorf("%s: attempt %d was told deferred, but the handler ran for it: a deferred run does not run the handler", what, a.Number)
+	}
+	var de *observe.DeferredError
+	if !errors.As(res.Err, &de) || de.Dependency != dep {
+		w.errorf("%s: attempt %d was told deferred with error %v, want an *observe.DeferredError naming dependency %q", what, a.Number, res.Err, dep)
+	}
+	if res.FireAt.IsZero() {
+		w.errorf("%s: attempt %d was told deferred without FireAt, want when the job runs again", what, a.Number)
 	}
 }
 

@@ -33,6 +33,7 @@ type witness struct {
 	giveUps  []giveUp
 	reports  []error
 	problems []string
+	changes  []observe.BreakerChange // breaker changes told, in order
 }
 
 // event is one attempt as the observer was told about it.

@@ -141,7 +141,9 @@ func (w *worker) enqueueKind(kind string, s script) string {
 		w.e.errorf("%s: Enqueue returned ID %q twice, want a new ID per job", w.label, id)
 		return ""
 	}
-	w.jobs[id] = &job{id: id, s: s, payload: p, kind: kind, rule: rule}
+	// A Dep job's runs are spaced by the breaker as well as by the rule:
+	// they are never early, but may be late.
+	w.jobs[id] = &job{id: id, s: s, payload: p, kind: kind, rule: rule, lateOK: s.Dep}
 	w.order = append(w.order, id)
 	return id
 }

@@ -4,8 +4,13 @@
 // package implements Observer with OpenTelemetry spans and metrics; tests and
 // users can implement it too.
 //
+// Adapters guarding jobs with a circuit breaker (package breaker) also tell
+// an observer that implements [BreakerObserver] when a dependency's breaker
+// changes state, and report the runs the breaker held back as
+// [Deferred].
+//
 // The package holds types only and imports nothing outside the standard
-// library and rebound's core.
+// library and rebound's pure packages (backoff, breaker).
 package observe
 
 import (
@@ -59,7 +64,8 @@ type Attempt struct {
 type Result struct {
 	// Err is the attempt's error; nil means it succeeded. When Counting is
 	// not Counted, Err is what the handler or engine returned
-	// (river.JobSnooze's error, the context's cancellation), kept for
+	// (river.JobSnooze's error, the context's cancellation, the
+	// [*DeferredError] of a run a breaker held back), kept for
 	// information: it is not a failure.
 	Err error
 	// Decision is the retry decision rebound made for a failed attempt:
@@ -73,7 +79,8 @@ type Result struct {
 	// for an attempt that did not count; zero otherwise.
 	FireAt time.Time
 	// Counting says whether the attempt counted against the attempts cap
-	// (Counted, the zero value) or, if not, why not (Snoozed, Interrupted).
+	// (Counted, the zero value) or, if not, why not (Snoozed, Interrupted,
+	// Deferred).
 	// Observers should not treat an attempt that did not count as a
 	// failure, nor its delay as a retry delay.
 	Counting Counting
@@ -103,10 +110,16 @@ const (
 	// it is not a failure. FireAt is when the job is available again,
 	// usually at once.
 	Interrupted
+	// Deferred is a run a circuit breaker held back: the job is bound to a
+	// dependency whose breaker is open (or whose retry budget is spent),
+	// so the handler did not run and no attempt was spent. Err is a
+	// [*DeferredError] naming the dependency; FireAt is when the engine
+	// runs the job again, with the same attempt number.
+	Deferred
 )
 
-// String returns "counted", "snoozed", "interrupted", or "uncounted" for a
-// value this package does not define.
+// String returns "counted", "snoozed", "interrupted", "deferred", or
+// "uncounted" for a value this package does not define.
 func (c Counting) String() string {
 	switch c {
 	case Counted:
@@ -115,6 +128,8 @@ func (c Counting) String() string {
 		return "snoozed"
 	case Interrupted:
 		return "interrupted"
+	case Deferred:
+		return "deferred"
 	}
 	return "uncounted"
 }
@@ -143,7 +158,7 @@ type Observer interface {
 
 // Outcome names how an attempt ended, for labels: "success", the decision's
 // outcome ("retry", "exhausted", "permanent"), or, for an attempt that did
-// not count, its [Counting] name ("snoozed", "interrupted").
+// not count, its [Counting] name ("snoozed", "interrupted", "deferred").
 func (r Result) Outcome() string {
 	switch {
 	case r.Counting != Counted:

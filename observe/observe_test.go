@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -25,6 +26,7 @@ func TestResultOutcome(t *testing.T) {
 		{observe.Result{Err: boom, Decision: retry, Counting: observe.Snoozed}, "snoozed"},
 		{observe.Result{Err: boom, Decision: retry, Counting: observe.Interrupted}, "interrupted"},
 		{observe.Result{Counting: observe.Snoozed}, "snoozed"},
+		{observe.Result{Err: &observe.DeferredError{Dependency: "payments"}, Decision: retry, Counting: observe.Deferred}, "deferred"},
 		{observe.Result{Err: boom, Counting: observe.Counting(200)}, "uncounted"},
 	}
 	for _, c := range cases {
@@ -39,6 +41,7 @@ func TestCountingString(t *testing.T) {
 		observe.Counted:     "counted",
 		observe.Snoozed:     "snoozed",
 		observe.Interrupted: "interrupted",
+		observe.Deferred:    "deferred",
 		observe.Counting(9): "uncounted",
 	} {
 		if got := u.String(); got != want {
@@ -71,6 +74,7 @@ func TestResultGaveUp(t *testing.T) {
 		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}}, true},
 		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, true},
 		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}, Counting: observe.Interrupted}, false},
+		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeExhausted}, Counting: observe.Deferred}, false},
 	} {
 		if got := c.r.GaveUp(); got != c.want {
 			t.Errorf("%+v.GaveUp() = %v, want %v", c.r, got, c.want)
@@ -87,4 +91,31 @@ func TestPanicErrorUnwrapsAnErrorValue(t *testing.T) {
 	if errors.Unwrap(&observe.PanicError{Op: "policy", Value: 42}) != nil {
 		t.Error("a non-error panic value unwrapped to an error")
 	}
+}
+
+func TestDeferredErrorSaysWhy(t *testing.T) {
+	until := time.Date(2026, 1, 2, 15, 4, 5, 250e6, time.UTC)
+	for d, want := range map[breaker.Decision]string{
+		breaker.DeferOpen:   `rebound: run deferred: dependency "payments": its breaker is open until 2026-01-02T15:04:05.25Z`,
+		breaker.DeferBudget: `rebound: run deferred: dependency "payments": its retry budget is spent until 2026-01-02T15:04:05.25Z`,
+	} {
+		if got := (&observe.DeferredError{Dependency: "payments", Decision: d, Until: until}).Error(); got != want {
+			t.Errorf("%v: Error() = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// A run a breaker held back is neither a failure nor a success: the job
+// runs again at FireAt with the same attempt number.
+func ExampleDeferredError() {
+	until := time.Date(2026, 1, 2, 15, 5, 0, 0, time.UTC)
+	r := observe.Result{
+		Err:      &observe.DeferredError{Dependency: "payments", Decision: breaker.DeferOpen, Until: until},
+		Decision: backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: 30 * time.Second},
+		FireAt:   until.Add(2 * time.Second),
+		Counting: observe.Deferred,
+	}
+	var de *observe.DeferredError
+	fmt.Println(r.Outcome(), r.Counts(), r.GaveUp(), errors.As(r.Err, &de), de.Dependency)
+	// Output: deferred false false true payments
 }

@@ -24,12 +24,14 @@
 //	rebound.job.attempt          1-based number of this attempt
 //	rebound.job.max_attempts     total runs the job may have
 //	rebound.retry.outcome        "success", "retry", "exhausted" or "permanent";
-//	                             "snoozed" or "interrupted" for a run that did
-//	                             not count as an attempt
+//	                             "snoozed", "interrupted" or "deferred" for a
+//	                             run that did not count as an attempt
 //	rebound.retry.delay          on retry: the chosen delay, in seconds (float)
-//	rebound.retry.fire_time      on retry, snoozed or interrupted: when the job
-//	                             runs next, RFC 3339 in UTC with nanoseconds,
-//	                             e.g. "2026-01-02T15:04:05.25Z"
+//	rebound.retry.fire_time      on retry, snoozed, interrupted or deferred: when
+//	                             the job runs next, RFC 3339 in UTC with
+//	                             nanoseconds, e.g. "2026-01-02T15:04:05.25Z"
+//	rebound.breaker.dependency   on a deferred run: the dependency whose
+//	                             circuit breaker held it back
 //
 // A failed attempt sets the span status to Error with the error's message,
 // records the error as an exception event and sets error.type (the error's
@@ -40,11 +42,24 @@
 // Some runs end without counting as an attempt ([observe.Result.Counting]):
 // a River job that returns river.JobSnooze, an asynq handler error for which
 // the server's Config.IsFailure returns false ("snoozed"), a River job cut
-// short because its client is stopping ("interrupted"). The engine runs the
+// short because its client is stopping ("interrupted"), a job bound to a
+// dependency whose circuit breaker is open or whose retry budget is spent
+// ("deferred": the handler did not run). The engine runs the
 // job again without using up an attempt, so the next run may carry the same
 // rebound.job.attempt. Such a run is not a failure: its status stays Unset,
 // with no error.type and no exception event. The next run still links to
 // it.
+//
+// # Circuit breakers
+//
+// The Observer is an [observe.BreakerObserver]: an adapter guarding jobs
+// with a circuit breaker (package breaker) tells it of every change of a
+// dependency's breaker, and it adds an event named "rebound.breaker.transition"
+// to the span of the attempt whose question or report showed the change,
+// with rebound.breaker.dependency, rebound.breaker.from and
+// rebound.breaker.to ("closed", "open", "half-open"), rebound.breaker.learned
+// (true when another process made the change and this one learned of it)
+// and, on a change to open, rebound.breaker.next_probe.
 //
 // # Links
 //
@@ -69,14 +84,21 @@
 // # Metrics
 //
 //	rebound.attempts        counter, {attempt}: attempts by outcome, runs that
-//	                        did not count included ("snoozed", "interrupted")
+//	                        did not count included ("snoozed", "interrupted",
+//	                        "deferred")
 //	rebound.retry.delay     histogram, s: the delays chosen for retries (not
 //	                        snoozes)
 //	rebound.jobs.exhausted  counter, {job}: jobs that ran out of attempts
+//	rebound.jobs.deferred   counter, {run}: runs a circuit breaker held back,
+//	                        by rebound.breaker.dependency too
+//	rebound.breaker.state   gauge, {state}: each dependency's breaker as this
+//	                        process last saw it, 0 closed, 1 half-open, 2 open,
+//	                        by messaging.system and rebound.breaker.dependency
 //
 // Metric attributes are messaging.system, messaging.destination.name and (on
 // rebound.attempts) rebound.retry.outcome, never an attempt number or a job
-// ID, so the number of series stays bounded by queues times outcomes.
+// ID, so the number of series stays bounded by queues times outcomes (and
+// dependencies, which are configuration too).
 //
 // # Cost
 //

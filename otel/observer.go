@@ -2,6 +2,7 @@ package reboundotel
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strconv"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -32,16 +34,36 @@ const (
 	KindKey = attribute.Key("rebound.job.kind")
 	// OutcomeKey is how the attempt ended: "success", "retry", "exhausted"
 	// or "permanent", or for a run that did not count as an attempt
-	// (see [observe.Counting]) "snoozed" or "interrupted" (string).
+	// (see [observe.Counting]) "snoozed", "interrupted" or "deferred"
+	// (string).
 	OutcomeKey = attribute.Key("rebound.retry.outcome")
 	// DelayKey is the delay chosen before the next attempt, in seconds
 	// (float64); set on retries only.
 	DelayKey = attribute.Key("rebound.retry.delay")
 	// FireTimeKey is when the next attempt is due, RFC 3339 in UTC with
 	// nanoseconds (string); set on retries and on runs that did not count
-	// as attempts (snoozed, interrupted).
+	// as attempts (snoozed, interrupted, deferred).
 	FireTimeKey = attribute.Key("rebound.retry.fire_time")
+	// DependencyKey is the dependency a circuit breaker guards (string):
+	// on a deferred run's span, on breaker events, and on the breaker
+	// metrics.
+	DependencyKey = attribute.Key("rebound.breaker.dependency")
+	// BreakerFromKey and BreakerToKey are a breaker's state before and
+	// after a change: "closed", "open" or "half-open" (string).
+	BreakerFromKey = attribute.Key("rebound.breaker.from")
+	BreakerToKey   = attribute.Key("rebound.breaker.to")
+	// NextProbeKey is, on a change to open, when the next probe may run,
+	// RFC 3339 in UTC with nanoseconds (string).
+	NextProbeKey = attribute.Key("rebound.breaker.next_probe")
+	// LearnedKey marks a change another process made, which this one
+	// learned of from the store's next answer (bool; see
+	// [observe.BreakerChange]).
+	LearnedKey = attribute.Key("rebound.breaker.learned")
 )
+
+// BreakerEvent is the name of the span event a breaker change adds to the
+// span of the attempt whose question or report showed it.
+const BreakerEvent = "rebound.breaker.transition"
 
 // Metric names.
 const (
@@ -53,6 +75,19 @@ const (
 	RetryDelayMetric = "rebound.retry.delay"
 	// ExhaustedMetric counts jobs that ran out of attempts ({job}).
 	ExhaustedMetric = "rebound.jobs.exhausted"
+	// DeferredMetric counts the runs a circuit breaker held back ({run}),
+	// by dependency: no handler ran and no attempt was spent.
+	DeferredMetric = "rebound.jobs.deferred"
+	// BreakerStateMetric is the state of each dependency's breaker as this
+	// process last saw it (gauge, {state}): 0 closed, 1 half-open, 2 open.
+	BreakerStateMetric = "rebound.breaker.state"
+)
+
+// Values of rebound.breaker.state.
+const (
+	StateClosed   = 0
+	StateHalfOpen = 1
+	StateOpen     = 2
 )
 
 // delayBuckets are the histogram boundaries of rebound.retry.delay, in
@@ -85,12 +120,17 @@ type Observer struct {
 	attempts  metric.Int64Counter
 	delay     metric.Float64Histogram
 	exhausted metric.Int64Counter
+	deferred  metric.Int64Counter
+	state     metric.Int64Gauge
 
 	mu     sync.RWMutex
 	series map[seriesKey]*series
 }
 
-var _ observe.Observer = (*Observer)(nil)
+var (
+	_ observe.Observer        = (*Observer)(nil)
+	_ observe.BreakerObserver = (*Observer)(nil)
+)
 
 type seriesKey struct{ system, queue string }
 
@@ -149,6 +189,16 @@ func New(opts ...Option) *Observer {
 	if o.exhausted, err = meter.Int64Counter(ExhaustedMetric,
 		metric.WithDescription("Jobs that failed on their last allowed attempt."),
 		metric.WithUnit("{job}")); err != nil {
+		otel.Handle(err)
+	}
+	if o.deferred, err = meter.Int64Counter(DeferredMetric,
+		metric.WithDescription("Runs a circuit breaker held back, without spending an attempt."),
+		metric.WithUnit("{run}")); err != nil {
+		otel.Handle(err)
+	}
+	if o.state, err = meter.Int64Gauge(BreakerStateMetric,
+		metric.WithDescription("State of each dependency's circuit breaker as this process last saw it: 0 closed, 1 half-open, 2 open."),
+		metric.WithUnit("{state}")); err != nil {
 		otel.Handle(err)
 	}
 	return o
@@ -213,9 +263,10 @@ const (
 	outcomeExhausted   = int(backoff.OutcomeExhausted)
 	outcomeSnoozed     = int(backoff.OutcomePermanent) + 1
 	outcomeInterrupted = outcomeSnoozed + 1
+	outcomeDeferred    = outcomeInterrupted + 1
 	// outcomeCounting is an observe.Counting value this package does
 	// not know, from a newer observe package.
-	outcomeCounting = outcomeInterrupted + 1
+	outcomeCounting = outcomeDeferred + 1
 	numOutcomes     = outcomeCounting + 1
 )
 
@@ -230,6 +281,8 @@ func outcomeName(i int) string {
 		return observe.Snoozed.String()
 	case i == outcomeInterrupted:
 		return observe.Interrupted.String()
+	case i == outcomeDeferred:
+		return observe.Deferred.String()
 	}
 	return "uncounted"
 }
@@ -241,6 +294,8 @@ func outcomeOf(r observe.Result) int {
 		return outcomeSnoozed
 	case r.Counting == observe.Interrupted:
 		return outcomeInterrupted
+	case r.Counting == observe.Deferred:
+		return outcomeDeferred
 	case r.Counting != observe.Counted:
 		return outcomeCounting
 	case r.Err == nil:
@@ -360,6 +415,9 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 		if (retry || uncounted) && !r.FireAt.IsZero() {
 			attrs = append(attrs, FireTimeKey.String(r.FireAt.UTC().Format(time.RFC3339Nano)))
 		}
+		if dep := deferredBy(r); dep != "" {
+			attrs = append(attrs, DependencyKey.String(dep))
+		}
 		if r.Err != nil && !uncounted {
 			attrs = append(attrs, errorType(r.Err))
 			span.RecordError(r.Err)
@@ -371,7 +429,7 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 		span.End()
 	}
 
-	if !o.attempts.Enabled(ctx) && !o.delay.Enabled(ctx) && !o.exhausted.Enabled(ctx) {
+	if !o.attempts.Enabled(ctx) && !o.delay.Enabled(ctx) && !o.exhausted.Enabled(ctx) && !o.deferred.Enabled(ctx) {
 		return
 	}
 	s := o.seriesFor(a.System, a.Queue)
@@ -381,5 +439,64 @@ func (o *Observer) AttemptEnded(ctx context.Context, a observe.Attempt, r observ
 		o.delay.Record(ctx, r.Decision.Delay.Seconds(), s.base)
 	case outcomeExhausted:
 		o.exhausted.Add(ctx, 1, s.base)
+	case outcomeDeferred:
+		o.deferred.Add(ctx, 1, metric.WithAttributes(
+			semconv.MessagingSystemKey.String(a.System),
+			semconv.MessagingDestinationName(a.Queue),
+			DependencyKey.String(deferredBy(r))))
 	}
+}
+
+// deferredBy returns the dependency whose breaker held back the run r
+// reports, or "".
+func deferredBy(r observe.Result) string {
+	if r.Counting != observe.Deferred {
+		return ""
+	}
+	var de *observe.DeferredError
+	if errors.As(r.Err, &de) && de != nil {
+		return de.Dependency
+	}
+	return ""
+}
+
+// BreakerChanged records a change of a dependency's breaker: an event on
+// the span of the attempt whose question or report showed it (the span
+// AttemptStarted stored in ctx), and the state in rebound.breaker.state.
+// A change another process made (c.Learned) is recorded the same way,
+// marked rebound.breaker.learned, so that every process's gauge follows
+// the shared breaker; count transitions by the events without the mark.
+func (o *Observer) BreakerChanged(ctx context.Context, c observe.BreakerChange) {
+	if span, _ := ctx.Value(spanKey{}).(trace.Span); span != nil && span.IsRecording() {
+		attrs := []attribute.KeyValue{
+			DependencyKey.String(c.Dependency),
+			BreakerFromKey.String(c.From.String()),
+			BreakerToKey.String(c.To.String()),
+			LearnedKey.Bool(c.Learned),
+		}
+		if !c.NextProbe.IsZero() {
+			attrs = append(attrs, NextProbeKey.String(c.NextProbe.UTC().Format(time.RFC3339Nano)))
+		}
+		opts := []trace.EventOption{trace.WithAttributes(attrs...)}
+		if !c.At.IsZero() {
+			opts = append(opts, trace.WithTimestamp(c.At))
+		}
+		span.AddEvent(BreakerEvent, opts...)
+	}
+	if o.state.Enabled(ctx) {
+		o.state.Record(ctx, stateValue(c.To), metric.WithAttributes(
+			semconv.MessagingSystemKey.String(c.System),
+			DependencyKey.String(c.Dependency)))
+	}
+}
+
+// stateValue is the rebound.breaker.state value of s.
+func stateValue(s breaker.State) int64 {
+	switch s {
+	case breaker.Open:
+		return StateOpen
+	case breaker.HalfOpen:
+		return StateHalfOpen
+	}
+	return StateClosed
 }

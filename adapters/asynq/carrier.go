@@ -3,6 +3,7 @@ package reboundasynq
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -37,6 +38,11 @@ type carrier struct {
 	gaveUp bool // the decision is not a retry: asynq archives the task
 	skip   bool // err matches asynq.SkipRetry
 	revoke bool // err matches asynq.RevokeTask
+	// deferred: a breaker held the run back (err is its
+	// *observe.DeferredError); asynq must retry it uncounted.
+	deferred bool
+	// counted is set once Retrier.IsFailure answered for the carrier.
+	counted atomic.Bool
 }
 
 func (c *carrier) Error() string { return c.text }

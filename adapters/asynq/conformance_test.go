@@ -17,6 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/redisstore"
 	"github.com/rebound-go/rebound/conformance"
 	"github.com/rebound-go/rebound/internal/testenv"
 	"github.com/rebound-go/rebound/reboundtest"
@@ -34,6 +36,7 @@ type harness struct {
 
 var (
 	_ conformance.SharedHarness     = harness{}
+	_ conformance.BreakerHarness    = harness{}
 	_ conformance.SynctestHarness   = harness{}
 	_ conformance.KindEngine        = (*engine)(nil)
 	_ conformance.ErrorEngine       = (*engine)(nil)
@@ -105,6 +108,10 @@ func (h harness) retrier(t testing.TB, cfg conformance.Config) *Retrier {
 	for typ, rule := range cfg.KindRules {
 		opts = append(opts, WithKindRule(typ, rule))
 	}
+	opts = append(opts, WithBreaker(cfg.Breaker))
+	for typ, dep := range cfg.Dependencies {
+		opts = append(opts, WithDependency(typ, dep))
+	}
 	r, err := New(cfg.Rule, opts...)
 	if err != nil {
 		panic(err)
@@ -162,6 +169,16 @@ func realRedisDB(t testing.TB, db int, queue string) redis.UniversalClient {
 	return c
 }
 
+// BreakerStore returns a redisstore on the harness's Redis, under a prefix
+// of its own (on miniredis, a miniredis of its own).
+func (h harness) BreakerStore(t testing.TB, rules breaker.Rules) breaker.Store {
+	if !h.real {
+		return redisstore.New(miniRedis(t), rules, redisstore.Options{})
+	}
+	c := testenv.Redis(t)
+	return redisstore.New(c, rules, redisstore.Options{Prefix: testenv.Prefix(t, c)})
+}
+
 // HookDelay runs the middleware's decision step for a failure that ended
 // now, then RetryDelay on its result, as asynq would, and returns the gap
 // between the failure and the time the retry runs: the whole second asynq
@@ -210,6 +227,7 @@ func (e *engine) serve() {
 		Concurrency:              e.h.concurrency(),
 		Queues:                   map[string]int{e.queue: 1},
 		RetryDelayFunc:           e.r.RetryDelay,
+		IsFailure:                e.r.IsFailure,
 		DelayedTaskCheckInterval: e.h.interval,
 		TaskCheckInterval:        e.h.interval,
 		ShutdownTimeout:          500 * time.Millisecond,

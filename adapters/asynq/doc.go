@@ -156,6 +156,39 @@
 // outlived its deadline by more than ten seconds it is dropped, so an
 // OpenTelemetry span of the next attempt links to the one before.
 //
+// # Circuit breaker
+//
+// [WithBreaker] and [WithDependency] guard a dependency shared by many
+// tasks (a payment API, say) with a circuit breaker kept in a
+// breaker.Store, breaker/redisstore on asynq's Redis, so that every server
+// sees one breaker per dependency:
+//
+//	store := redisstore.New(rdb, breaker.Rules{Default: breaker.Must(breaker.Parse(
+//		"breaker(failures=5, cooldown=exponential(5s, 5m), budget=budget(10%, 5/s, 20))"))}, redisstore.Options{})
+//	retry, err := reboundasynq.New(rule, reboundasynq.WithBreaker(store),
+//		reboundasynq.WithDependency("payment:charge", "payments"))
+//	srv := asynq.NewServer(redisOpt, asynq.Config{
+//		RetryDelayFunc: retry.RetryDelay,
+//		IsFailure:      retry.IsFailure, // a deferred run spends no attempt
+//	})
+//
+// Before a bound task's handler runs the middleware asks the breaker.
+// While it is open, or its retry budget is spent once it closed, the
+// handler does not run: the middleware returns an error for which
+// [Retrier.IsFailure] answers false, so asynq retries the task without
+// counting the run (its retry count stays), at the time the breaker may
+// answer otherwise plus a spread of up to one first cool-down keyed by the
+// task, rounded up to a whole second (exact in precise mode). Once the
+// breaker closes, the retry budget releases the held-back tasks at its
+// rate; the store remembers the tasks it deferred, so their next run is
+// metered although asynq's retry count says first run. The observer hears
+// a held-back run as [observe.Deferred] (asynq stores its text as the
+// task's last error until the next run), and, when it is an
+// [observe.BreakerObserver], every change of a breaker. A task on its
+// last allowed run (retry count at MaxRetry) cannot be held back, since
+// asynq archives any failure there: it runs. NewTask leaves every attempt
+// of the rule room.
+//
 // # Limits
 //
 // The longest delay is [MaxDelay], about 292 years: a longer one (a policy

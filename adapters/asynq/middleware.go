@@ -56,6 +56,10 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	// When asynq is done with the run, or its context ends first, settle
 	// what it did.
 	context.AfterFunc(ctx, func() { r.settle(ctx, ru) })
+	pass, held, deferred := r.deferRun(sctx, ru, n)
+	if deferred {
+		return held
+	}
 	err := call(sctx, next, t)
 	end := time.Now()
 	close(ru.returned)
@@ -64,6 +68,7 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	if c != nil {
 		c.run = ru
 	}
+	r.guard.Done(sctx, pass, breakerErr(c), breakerNeutral(ctx, c))
 	if ctx.Err() != nil {
 		// asynq stopped waiting for this return when the context ended and
 		// handles the run on its own goroutine; settle and RetryDelay

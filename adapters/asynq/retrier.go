@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 )
 
@@ -37,6 +38,8 @@ type Retrier struct {
 	// middleware deciding it rebound waits for asynq to hand the failure
 	// to RetryDelay before it concludes that asynq put the task back.
 	grace time.Duration
+	brk   guard.Config // WithBreaker's store and WithDependency's bindings
+	guard *guard.Guard // built from brk; nil guards nothing
 }
 
 // interruptGrace is the default grace: asynq hands a failure to RetryDelay
@@ -65,6 +68,10 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 			return nil, err
 		}
 	}
+	if err := r.brk.Validate("reboundasynq"); err != nil {
+		return nil, err
+	}
+	r.guard = guard.New(r.brk, &r.notify, System)
 	return r, nil
 }
 

@@ -44,6 +44,7 @@ func (r *Retrier) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	switch {
 	case found && c.run != nil:
 		ru, err = c.run, c.err
+		r.checkCounted(c)
 	case found:
 		return 0 // a refused delivery asynq retries anyway: archive it soon
 	default:

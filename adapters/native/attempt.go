@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/safe"
 	"github.com/rebound-go/rebound/observe"
 )
@@ -35,6 +36,11 @@ type runningJob struct {
 	// attempt's end was stored and reported by the reclaim, and the loss
 	// reported to the error handler once.
 	lost atomic.Bool
+	// pass is the breaker's answer before the handler ran (the zero Pass
+	// when the job is bound to no dependency); reported is set once the
+	// run was reported to the breaker.
+	pass     guard.Pass
+	reported atomic.Bool
 }
 
 // run runs one attempt and stores its outcome.
@@ -71,6 +77,11 @@ func (w *Worker) run(rj *runningJob) {
 		w.notify.Ended(octx, a, interrupted(ErrShutdown, time.Now()))
 		return
 	}
+	// Asked before the deadline is watched: a slow store must not time
+	// the attempt out.
+	if w.ask(rj, octx, a) {
+		return
+	}
 	if w.timeout > 0 {
 		// At the deadline the attempt has failed, returned or not.
 		stop := context.AfterFunc(hctx, func() {
@@ -86,7 +97,10 @@ func (w *Worker) run(rj *runningJob) {
 		err = w.call(octx, j)
 	}
 	if !rj.ended.CompareAndSwap(false, true) {
-		return // ended without the handler: timed out, or Shutdown's deadline passed
+		// Ended without the handler: timed out (reported to the breaker
+		// then), or Shutdown's deadline passed.
+		w.breakerDone(rj, err, true)
+		return
 	}
 	if w.timeout > 0 && errors.Is(context.Cause(hctx), ErrTimeout) {
 		err = w.errTimeout // returned at its deadline, whatever it returned
@@ -94,9 +108,13 @@ func (w *Worker) run(rj *runningJob) {
 	if w.abandoned.Load() || rj.lost.Load() {
 		// A crash stores nothing; a lost lease's attempt was ended, stored
 		// and reported by the reclaim that took it.
+		if !w.abandoned.Load() {
+			w.breakerDone(rj, err, true)
+		}
 		w.letGo(rj, true)
 		return
 	}
+	w.breakerDone(rj, err, err != nil && errors.Is(context.Cause(ctx), ErrShutdown))
 	meta := encodeMeta(j.Metadata)
 	if meta == j.storedMeta {
 		// Unchanged: the scripts then rewrite only what leads the record.
@@ -138,6 +156,7 @@ func (w *Worker) timedOut(rj *runningJob) {
 		return
 	}
 	j := rj.job
+	w.breakerDone(rj, w.errTimeout, false)
 	meta := rj.meta
 	if meta == j.storedMeta {
 		meta = keepMeta

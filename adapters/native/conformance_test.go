@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/redisstore"
 	"github.com/rebound-go/rebound/conformance"
 	"github.com/rebound-go/rebound/internal/testenv"
 )
@@ -83,7 +85,18 @@ func options(cfg conformance.Config) []WorkerOption {
 	for kind, rule := range cfg.KindRules {
 		opts = append(opts, WithKindRule(kind, rule))
 	}
+	opts = append(opts, WithBreaker(cfg.Breaker))
+	for kind, dep := range cfg.Dependencies {
+		opts = append(opts, WithDependency(kind, dep))
+	}
 	return opts
+}
+
+// BreakerStore returns a redisstore on the harness's Redis under a prefix
+// of its own (with open set, on a Redis of its own).
+func (h *harness) BreakerStore(t testing.TB, rules breaker.Rules) breaker.Store {
+	rdb, prefix, name := h.nextQueue(t)
+	return redisstore.New(rdb, rules, redisstore.Options{Prefix: prefix + ":" + name + ":brk"})
 }
 
 // handler calls the suite's handler for each attempt.
@@ -278,6 +291,7 @@ func (e *engine) Pending() int {
 
 var (
 	_ conformance.SharedHarness     = (*harness)(nil)
+	_ conformance.BreakerHarness    = (*harness)(nil)
 	_ conformance.LackingHarness    = (*harness)(nil)
 	_ conformance.SynctestHarness   = (*harness)(nil)
 	_ conformance.KindEngine        = (*engine)(nil)

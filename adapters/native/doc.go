@@ -78,6 +78,11 @@
 //   - A timeout ([WithTimeout]): a failed attempt (ErrTimeout), counted
 //     and decided by the rule, at its deadline; the worker moves on, and a
 //     handler that ignores its context runs on with its outcome discarded.
+//   - A circuit breaker that holds a job back ([WithBreaker],
+//     [WithDependency]): not an attempt. The handler does not run, the job
+//     waits in the delayed set until the breaker may answer otherwise
+//     (plus a keyed spread), its metadata counts the deferral
+//     ([DeferralsKey]), and observers are told observe.Deferred.
 //   - A shutdown ([Worker.Shutdown]) that cuts a handler short: not an
 //     attempt. The job goes back to the front of the queue uncounted and
 //     observers are told observe.Interrupted.
@@ -131,8 +136,9 @@
 // failed attempts: attempts check, counter, error, move to delayed or
 // failed), promote (the due sweep), reclaim (list
 // expired leases; each is then failed with a delay the host computed),
-// extend (renew leases) and release (put back, uncounted, the jobs of
-// handlers cut short by Shutdown).
+// extend (renew leases), release (put back, uncounted, the jobs of
+// handlers cut short by Shutdown) and defer (put back, uncounted, the jobs a
+// circuit breaker held back, to the delayed set).
 //
 // # Waiting
 //

@@ -22,7 +22,7 @@ type keys struct {
 
 	// The KEYS of the complete, fail and release scripts, built once:
 	// every outcome sends one of them.
-	completeKeys, failKeys, releaseKeys []string
+	completeKeys, failKeys, releaseKeys, deferKeys []string
 }
 
 func newKeys(prefix, queue string) keys {
@@ -42,6 +42,7 @@ func newKeys(prefix, queue string) keys {
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
 	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
 	k.releaseKeys = []string{k.jobs, k.active, k.due, k.marker}
+	k.deferKeys = []string{k.jobs, k.active, k.delayed, k.marker, k.counter}
 	return k
 }
 

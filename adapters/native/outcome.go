@@ -54,6 +54,12 @@ func (w *Worker) tell(rj *runningJob, ctx context.Context, a observe.Attempt, s 
 // the script's reply res says it applied: for a failure, whether the job
 // was retried (and when) or failed for good.
 func applied(s *redis.Script, r observe.Result, res []any) observe.Result {
+	if s == scriptDefer {
+		if parseInt(res[0]) == 1 && len(res) >= 2 {
+			r.FireAt = time.UnixMilli(parseInt(res[1]))
+		}
+		return r
+	}
 	if s == scriptRelease {
 		r.FireAt = time.Now()
 		if parseInt(res[0]) == 1 && len(res) >= 2 {

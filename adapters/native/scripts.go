@@ -74,4 +74,5 @@ var (
 	scriptReclaim  = script("reclaim")
 	scriptExtend   = script("extend")
 	scriptRelease  = script("release")
+	scriptDefer    = script("defer")
 )

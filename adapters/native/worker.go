@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 )
 
@@ -37,7 +38,9 @@ type Worker struct {
 	key         func(*Job) backoff.Source
 	fallback    time.Duration
 	timeout     time.Duration
-	errTimeout  error // ErrTimeout with the timeout, the error of a timed-out attempt
+	errTimeout  error        // ErrTimeout with the timeout, the error of a timed-out attempt
+	brk         guard.Config // WithBreaker's store and WithDependency's bindings
+	guard       *guard.Guard // built from brk; nil guards nothing
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -95,6 +98,10 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 			return nil, err
 		}
 	}
+	if err := w.brk.Validate("native"); err != nil {
+		return nil, err
+	}
+	w.guard = guard.New(w.brk, &w.notify, System)
 	if w.reclaim == 0 {
 		w.reclaim = min(w.lease/2, 5*time.Second)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 	_ "modernc.org/sqlite"
 
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/pgstore"
 	"github.com/rebound-go/rebound/internal/testenv"
 	"github.com/rebound-go/rebound/observe"
 	"github.com/rebound-go/rebound/reboundtest"
@@ -40,6 +42,18 @@ func postgresDB(t testing.TB) (*pgxpool.Pool, string) {
 	schema := testenv.Schema(shortName{t}, pool)
 	migrate(t, riverpgxv5.New(pool), schema)
 	return pool, schema
+}
+
+// pgBreakerStore returns a breaker store on the test server, in a schema
+// of its own, migrated, dropped when t ends.
+func pgBreakerStore(t testing.TB, rules breaker.Rules) breaker.Store {
+	t.Helper()
+	pool := testenv.Postgres(t)
+	schema := testenv.Schema(shortName{t}, pool)
+	if err := pgstore.Migrate(context.Background(), pool, schema); err != nil {
+		t.Fatalf("pgstore.Migrate: %v", err)
+	}
+	return pgstore.New(pool, rules, pgstore.Options{Schema: schema})
 }
 
 // shortName is t under a short name, for testenv.Schema.

@@ -17,6 +17,8 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/memstore"
 	"github.com/rebound-go/rebound/conformance"
 )
 
@@ -64,6 +66,10 @@ func retrier(cfg conformance.Config) (*Retrier, error) {
 	for kind, rule := range cfg.KindRules {
 		opts = append(opts, WithKindRule(kind, rule))
 	}
+	opts = append(opts, WithBreaker(cfg.Breaker))
+	for kind, dep := range cfg.Dependencies {
+		opts = append(opts, WithDependency(kind, dep))
+	}
 	return New(cfg.Rule, opts...)
 }
 
@@ -72,7 +78,14 @@ func retrier(cfg conformance.Config) (*Retrier, error) {
 func workersFor(cfg conformance.Config) *river.Workers {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &confWorker[confArgs]{handler: cfg.Handler, payload: func(a confArgs) []byte { return a.Payload }})
+	kinds := map[string]bool{}
 	for kind := range cfg.KindRules {
+		kinds[kind] = true
+	}
+	for kind := range cfg.Dependencies {
+		kinds[kind] = true
+	}
+	for kind := range kinds {
 		river.AddWorkerArgs(workers, kindArgs{kind: kind}, river.Worker[kindArgs](&confWorker[kindArgs]{handler: cfg.Handler, payload: func(a kindArgs) []byte { return a.Payload }}))
 	}
 	return workers
@@ -82,6 +95,9 @@ func workersFor(cfg conformance.Config) *river.Workers {
 type backend[TTx any] struct {
 	// open returns a driver on a database of its own and the schema to use.
 	open func(t testing.TB) (riverdriver.Driver[TTx], string)
+	// breaker returns a breaker store of its own where the clients of
+	// this backend would keep one.
+	breaker func(t testing.TB, rules breaker.Rules) breaker.Store
 }
 
 // harness runs the conformance suite on one River backend.
@@ -150,6 +166,13 @@ func (h *harness[TTx]) start(t testing.TB, r *Retrier, cfg conformance.Config) *
 	e := &engine[TTx]{t: t, r: r, driver: driver, config: config, operator: operator}
 	e.client = startClient(t, driver, config())
 	return e
+}
+
+// BreakerStore returns a breaker store on the harness's backend: pgstore
+// in a schema of its own on PostgreSQL; on SQLite, whose River clients
+// live in one process, memstore.
+func (h *harness[TTx]) BreakerStore(t testing.TB, rules breaker.Rules) breaker.Store {
+	return h.backend.breaker(t, rules)
 }
 
 // HookDelay runs one attempt through the Retrier's middleware and then does
@@ -275,6 +298,7 @@ func (e *engine[TTx]) Pending() int { return e.r.Pending() }
 
 var (
 	_ conformance.SharedHarness     = (*harness[pgxTx])(nil)
+	_ conformance.BreakerHarness    = (*harness[pgxTx])(nil)
 	_ conformance.KindEngine        = (*engine[pgxTx])(nil)
 	_ conformance.ErrorEngine       = (*engine[pgxTx])(nil)
 	_ conformance.CancelEngine      = (*engine[pgxTx])(nil)
@@ -305,7 +329,7 @@ func postgresHarness(poll, lateness time.Duration) *harness[pgxTx] {
 		backend: backend[pgxTx]{open: func(t testing.TB) (riverdriver.Driver[pgxTx], string) {
 			pool, schema := postgresDB(t)
 			return riverpgxv5.New(pool), schema
-		}},
+		}, breaker: pgBreakerStore},
 	}
 }
 
@@ -316,6 +340,8 @@ func sqliteHarness(poll, lateness time.Duration) *harness[sqlTx] {
 		poll:   poll,
 		backend: backend[sqlTx]{open: func(t testing.TB) (riverdriver.Driver[sqlTx], string) {
 			return riversqlite.New(sqliteDB(t)), ""
+		}, breaker: func(_ testing.TB, rules breaker.Rules) breaker.Store {
+			return memstore.New(rules, memstore.Options{})
 		}},
 	}
 }

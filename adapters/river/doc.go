@@ -169,6 +169,25 @@
 // they are logged with slog.Default. Nothing a user passes in takes a
 // worker down.
 //
+// # Circuit breaker
+//
+// [WithBreaker] and [WithDependency] guard a dependency shared by many jobs
+// (a payment API, say) with a circuit breaker kept in a breaker.Store, so
+// that every client sees one breaker per dependency: breaker/pgstore keeps
+// it in the database River uses. Before a job bound to a dependency runs,
+// the Retrier asks the breaker. While the breaker is open, or its retry
+// budget is spent once it closed, the job is snoozed with river.JobSnooze:
+// River reruns it later without counting an attempt (its attempt number
+// stays, its metadata counts the snooze), so an outage shorter than the
+// rule's schedule exhausts no job. The snooze lasts until the breaker may
+// answer otherwise plus a spread of up to one first cool-down keyed by the
+// job, so the held-back jobs come back spread out; once the breaker closes,
+// the retry budget releases them at its rate. Jobs of other kinds are not
+// asked about. The observer hears a held-back run as [observe.Deferred]
+// and, when it is an [observe.BreakerObserver], every change of a breaker.
+// Exhausted and permanent keep their meaning: a run the breaker let
+// through fails and is decided by the rule like any other.
+//
 // # Per-kind rules
 //
 // [WithKindRule] gives one job kind its own rule; the middleware, NextRetry

@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -39,6 +40,11 @@ import (
 // the cancellation; reported as [observe.Interrupted], the job being put
 // back to run at once). River reruns both without counting them or calling
 // NextRetry.
+//
+// With a breaker ([WithBreaker]), a job bound to a dependency asks it
+// first: a run the breaker holds back is snoozed without running the
+// worker ([observe.Deferred]), and a run it lets through is reported to it
+// when the worker returns.
 func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) (err error) {
 	if job == nil || ctx.Value(workingKey{}) == job {
 		// Installed twice (as a plugin and as middleware): the outer
@@ -60,6 +66,10 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		Carrier:     carrier,
 	}
 	octx := context.WithValue(r.notify.Started(ctx, a), workingKey{}, job)
+	pass, snooze := r.ask(octx, job, a, carrier)
+	if snooze != nil {
+		return snooze
+	}
 
 	returned := false
 	defer func() {
@@ -78,7 +88,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		} else {
 			perr = errors.New("worker goroutine exited without returning")
 		}
-		if ret, permanent := r.settle(ctx, octx, job, rule, a, perr); permanent {
+		if ret, permanent := r.settle(ctx, octx, job, rule, a, pass, perr); permanent {
 			if _, ok := ret.(*rivertype.JobCancelError); !ok {
 				ret = river.JobCancel(ret)
 			}
@@ -92,16 +102,18 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 	err = doInner(octx)
 	returned = true
 	carrier.seal()
-	err, _ = r.settle(ctx, octx, job, rule, a, err)
+	err, _ = r.settle(ctx, octx, job, rule, a, pass, err)
 	return err
 }
 
-// settle turns an attempt's error into the error to hand back to River and
-// reports the attempt: at once when River acts on the returned error alone,
+// settle turns an attempt's error into the error to hand back to River,
+// reports the run to the breaker (pass is the breaker's answer before it),
+// and reports the attempt: at once when River acts on the returned error alone,
 // or, for a retry, when River asks NextRetry for its time (see
 // [Retrier.NextRetry]). permanent says the job ends cancelled.
-func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule backoff.Rule, a observe.Attempt, err error) (_ error, permanent bool) {
-	res, err, retry := r.outcome(ctx, job, rule, err)
+func (r *Retrier) settle(ctx, octx context.Context, job *rivertype.JobRow, rule backoff.Rule, a observe.Attempt, pass guard.Pass, raw error) (_ error, permanent bool) {
+	res, err, retry := r.outcome(ctx, job, rule, raw)
+	r.guard.Done(octx, pass, raw, neutral(res))
 	if !retry {
 		r.notify.Ended(octx, a, res)
 		return err, res.Err != nil && res.Decision.Outcome == backoff.OutcomePermanent

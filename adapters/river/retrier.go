@@ -10,6 +10,7 @@ import (
 
 	"github.com/rebound-go/rebound/adapters/river/internal/riverclock"
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 )
 
@@ -37,10 +38,15 @@ type Retrier struct {
 	notify   notify.Notifier
 	store    *store
 	now      func() time.Time
+	brk      guard.Config // WithBreaker's store and WithDependency's bindings
+	guard    *guard.Guard // built from brk; nil guards nothing
 }
 
 func init() {
-	riverclock.Set = func(r any, now func() time.Time) { r.(*Retrier).now = now }
+	riverclock.Set = func(r any, now func() time.Time) {
+		r.(*Retrier).now = now
+		r.(*Retrier).guard.SetClock(now)
+	}
 }
 
 // Compile-time checks that a Retrier plugs into River where documented.
@@ -73,6 +79,10 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 			return nil, err
 		}
 	}
+	if err := r.brk.Validate("reboundriver"); err != nil {
+		return nil, err
+	}
+	r.guard = guard.New(r.brk, &r.notify, System)
 	return r, nil
 }
 

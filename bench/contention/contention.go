@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
 )
 
 // Unit is the virtual time unit of the simulation: the study's delays (base
@@ -47,6 +48,9 @@ type Strategy struct {
 	Name string
 	// Policy computes the wait after each failed write.
 	Policy backoff.Policy
+	// Breaker, when not the zero Breaker, guards the row's server: every
+	// client asks it before each attempt (see [SimulateBreaker]).
+	Breaker breaker.Breaker
 }
 
 // Strategies returns the four strategies of the study built from rebound's
@@ -136,6 +140,9 @@ type Run struct {
 	MaxAttempts int
 	// Version is the row's final version: one per successful write.
 	Version int
+	// Deferrals is the attempts a circuit breaker held back (only with
+	// SimulateBreaker).
+	Deferrals int
 }
 
 // ErrRunaway is returned when a run exceeds its event budget, which only a
@@ -149,6 +156,9 @@ const (
 	readReplyAtClient
 	writeAtServer
 	writeReplyAtClient
+	// startAtClient is a client about to start an attempt, in a run with a
+	// gate (a circuit breaker) to ask first.
+	startAtClient
 )
 
 type event struct {
@@ -183,6 +193,21 @@ func (q *queue) Pop() any {
 // the same Run. It returns an error for fewer than one client, a negative
 // network, or a run that does not finish within its event budget.
 func Simulate(p backoff.Policy, clients int, net Network, seed uint64, run int) (Run, error) {
+	return simulate(p, nil, clients, net, seed, run)
+}
+
+// A gate is what clients ask before each attempt and tell after: a
+// circuit breaker (see SimulateBreaker). now is the virtual time.
+type gate interface {
+	// ask says whether client may start an attempt at now (rerun: not its
+	// first), and if not, how long to wait before asking again.
+	ask(now time.Duration, client int, rerun bool) (wait time.Duration, ok bool)
+	// done reports how the attempt ask let through ended.
+	done(now time.Duration, client int, ok bool)
+}
+
+// simulate is Simulate with an optional gate.
+func simulate(p backoff.Policy, g gate, clients int, net Network, seed uint64, run int) (Run, error) {
 	if p == nil {
 		return Run{}, errors.New("contention: policy is nil, want a backoff.Policy")
 	}
@@ -216,7 +241,12 @@ func Simulate(p backoff.Policy, clients int, net Network, seed uint64, run int) 
 		e.seq = seq
 		heap.Push(&q, e)
 	}
+	asked := make([]bool, clients) // the client has asked the gate before
 	for c := range clients {
+		if g != nil {
+			push(event{at: 0, kind: startAtClient, client: c})
+			continue
+		}
 		push(event{at: delay(), kind: readAtServer, client: c})
 	}
 	// Each attempt is four events; no sane policy needs a million attempts
@@ -229,6 +259,16 @@ func Simulate(p backoff.Policy, clients int, net Network, seed uint64, run int) 
 		e := heap.Pop(&q).(event)
 		now = e.at
 		switch e.kind {
+		case startAtClient:
+			c := e.client
+			wait, ok := g.ask(now, c, attempts[c] > 0 || asked[c])
+			asked[c] = true
+			if !ok {
+				res.Deferrals++
+				push(event{at: now + max(wait, 1), kind: startAtClient, client: c})
+				continue
+			}
+			push(event{at: now + delay(), kind: readAtServer, client: c})
 		case readAtServer:
 			res.Reads++
 			push(event{at: now + delay(), kind: readReplyAtClient, client: e.client, version: version})
@@ -247,6 +287,9 @@ func Simulate(p backoff.Policy, clients int, net Network, seed uint64, run int) 
 			c := e.client
 			attempts[c]++
 			res.MaxAttempts = max(res.MaxAttempts, attempts[c])
+			if g != nil {
+				g.done(now, c, e.ok)
+			}
 			if e.ok {
 				done++
 				res.Completion = now
@@ -254,6 +297,10 @@ func Simulate(p backoff.Policy, clients int, net Network, seed uint64, run int) 
 			}
 			wait := backoff.Delay(p, attempts[c], keys[c])
 			res.MaxBackoff = max(res.MaxBackoff, wait)
+			if g != nil {
+				push(event{at: now + wait, kind: startAtClient, client: c})
+				continue
+			}
 			push(event{at: now + delay() + wait, kind: readAtServer, client: c})
 		}
 	}
@@ -318,7 +365,13 @@ func Sweep(strategies []Strategy, cfg Config) ([]Point, error) {
 		for _, s := range strategies {
 			var calls, tm float64
 			for r := range cfg.Runs {
-				res, err := Simulate(s.Policy, n, net, cfg.Seed, r)
+				var res Run
+				var err error
+				if s.Breaker.IsZero() {
+					res, err = Simulate(s.Policy, n, net, cfg.Seed, r)
+				} else {
+					res, err = SimulateBreaker(s.Policy, s.Breaker, n, net, cfg.Seed, r)
+				}
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d clients, run %d: %w", s.Name, n, r, err)
 				}

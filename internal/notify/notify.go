@@ -1,5 +1,6 @@
-// Package notify tells the user's observer, give-up hook and error handler
-// what an adapter did, the same way on every adapter: each call recovered
+// Package notify tells the user's observer (and, when it listens, of
+// circuit breaker changes), give-up hook and error handler what an adapter
+// did, the same way on every adapter: each call recovered
 // by one guard, a panic reported rather than fatal, and the give-up hook
 // derived from the very result the observer is told, so the two cannot
 // disagree.
@@ -62,6 +63,19 @@ func (n *Notifier) Ended(ctx context.Context, a observe.Attempt, r observe.Resul
 		if err := safe.Call("give-up hook", func() { n.GiveUp(ctx, g) }); err != nil {
 			n.Report(err)
 		}
+	}
+}
+
+// BreakerChanged tells the observer of a change of a dependency's
+// circuit breaker, when the observer implements observe.BreakerObserver;
+// ctx is the context of the attempt whose question or report showed it.
+func (n *Notifier) BreakerChanged(ctx context.Context, c observe.BreakerChange) {
+	bo, ok := n.Observer.(observe.BreakerObserver)
+	if !ok {
+		return
+	}
+	if err := safe.Call("observer", func() { bo.BreakerChanged(ctx, c) }); err != nil {
+		n.Report(err)
 	}
 }
 

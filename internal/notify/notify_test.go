@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -123,5 +124,49 @@ func TestStartedKeepsObserverContext(t *testing.T) {
 	ctx := n.Started(context.Background(), observe.Attempt{})
 	if ctx.Value(ctxKey{}) != "started" {
 		t.Error("Started dropped the observer's context")
+	}
+}
+
+type breakerObserver struct {
+	recObserver
+	changes []observe.BreakerChange
+	ctxs    []context.Context
+	panics  bool
+}
+
+func (o *breakerObserver) BreakerChanged(ctx context.Context, c observe.BreakerChange) {
+	o.changes = append(o.changes, c)
+	o.ctxs = append(o.ctxs, ctx)
+	if o.panics {
+		panic("breaker observer")
+	}
+}
+
+func TestBreakerChangedReachesOnlyBreakerObservers(t *testing.T) {
+	c := observe.BreakerChange{Dependency: "payments", From: breaker.Closed, To: breaker.Open}
+	ctx := context.WithValue(context.Background(), ctxKey{}, "attempt")
+
+	bo := &breakerObserver{}
+	var reported []error
+	n := &Notifier{Observer: bo, OnError: func(err error) { reported = append(reported, err) }}
+	n.BreakerChanged(ctx, c)
+	if len(bo.changes) != 1 || bo.changes[0] != c || bo.ctxs[0].Value(ctxKey{}) != "attempt" {
+		t.Fatalf("breaker observer told %v, want %v once with the attempt's context", bo.changes, c)
+	}
+	if len(reported) != 0 {
+		t.Fatalf("error handler told %v, want nothing", reported)
+	}
+
+	// A plain observer is told nothing, and nothing breaks.
+	(&Notifier{Observer: &recObserver{}}).BreakerChanged(ctx, c)
+	(&Notifier{}).BreakerChanged(ctx, c)
+
+	// A panicking one is recovered and reported as the observer's panic.
+	bo = &breakerObserver{panics: true}
+	n.Observer = bo
+	n.BreakerChanged(ctx, c)
+	var pe *observe.PanicError
+	if len(reported) != 1 || !errors.As(reported[0], &pe) || pe.Op != "observer" {
+		t.Fatalf("error handler told %v, want one *observe.PanicError{Op: \"observer\"}", reported)
 	}
 }

@@ -24,6 +24,8 @@ type contentionResult struct {
 	// literal is rebound's own exponential(5, 2000) read literally (first
 	// wait 5, not the study's 10), at a few client counts.
 	literal []contention.Point
+	// guarded is full jitter alone and with a circuit breaker.
+	guarded []contention.Point
 }
 
 func runContention(runs int) (*contentionResult, error) {
@@ -44,6 +46,9 @@ func runContention(runs int) (*contentionResult, error) {
 		return nil, err
 	}
 	if c.literal, err = contention.Sweep(lit, contention.Config{Clients: []int{50, 100, 200}, Runs: runs, Seed: 1}); err != nil {
+		return nil, err
+	}
+	if c.guarded, err = runContentionBreaker(runs); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -128,6 +133,7 @@ func (r *report) writeContention(m *md) {
 		m.p("| %d | %s | %.0f | %.0f |", p.Clients, p.Strategy, p.Calls, p.Time)
 	}
 	m.p("")
+	c.writeContentionBreaker(m)
 }
 
 // verdict states whether the replay ranks the strategies as the study did

@@ -1,8 +1,11 @@
 // Command report regenerates BENCHMARKS.md from a fresh run on the machine at
 // hand: it runs rebound's benchmarks beside the peers' with go test, takes
 // the median of every figure over -count runs, computes rebound's ratio to
-// each peer, replays the AWS contention study in virtual time, and writes
-// the file and the contention chart.
+// each peer, replays the AWS contention study in virtual time (with and
+// without a circuit breaker), runs issue 16's outage measurement (a
+// dependency down for 30 s, each engine with and without the breaker, from
+// worker processes of its own), and writes the file and the contention
+// chart.
 //
 // Run it from anywhere inside the module:
 //
@@ -13,9 +16,10 @@
 // 127.0.0.1:5432/test) when they answer, and says in the file which ones did.
 // A section whose benchmarks do not exist, or skipped for want of a server,
 // is written as "not measured" with the reason; no number is ever carried
-// over from an earlier run. A full run takes about ten minutes on 2 cores;
-// -only picks sections (core, contention, or scenarios: lateness,
-// throughput, promotion, herd, memory, enqueue), -quick runs the throughput,
+// over from an earlier run. A full run takes about twenty minutes on 2
+// cores, the outage section about ten of them; -only picks sections (core,
+// contention, outage, or scenarios: lateness, throughput, promotion, herd,
+// memory, enqueue), -quick runs the throughput,
 // memory and enqueue scenarios at a tenth of their jobs and one round, to
 // check that they work.
 //
@@ -63,7 +67,7 @@ func main() {
 	flag.StringVar(&o.benchtime, "benchtime", "150ms", "-benchtime of each core micro-benchmark run")
 	flag.IntVar(&o.scenarioCount, "scenario-count", 1, "runs of each server scenario (lateness, throughput, herd, ...)")
 	flag.IntVar(&o.contentionRuns, "contention-runs", 100, "simulated runs averaged per contention point (the study used 100)")
-	flag.StringVar(&o.only, "only", "", "comma-separated sections to run: core, contention, scenarios (all of: "+strings.Join(scenarioAnchors(), ", ")+"), or any of those; the others are written as not measured")
+	flag.StringVar(&o.only, "only", "", "comma-separated sections to run: core, contention, outage, scenarios (all of: "+strings.Join(scenarioAnchors(), ", ")+"), or any of those; the others are written as not measured")
 	flag.BoolVar(&o.quick, "quick", false, "run the throughput, memory and enqueue scenarios at a tenth of their jobs and one round: a check that they work, not figures to publish")
 	flag.DurationVar(&o.timeout, "timeout", 9*time.Minute, "-timeout of each go test run")
 	flag.Parse()
@@ -147,6 +151,13 @@ func run(ctx context.Context, o options, args []string) error {
 	} else {
 		rep.notRun["contention"] = "not selected with -only"
 	}
+	if want("outage") {
+		if err := rep.runOutage(ctx, root); err != nil {
+			return err
+		}
+	} else {
+		rep.notRun["outage"] = "not selected with -only"
+	}
 	rep.elapsed = time.Since(start)
 
 	var buf bytes.Buffer
@@ -213,7 +224,7 @@ func parseOnly(only string) (func(string) bool, error) {
 	if strings.TrimSpace(only) == "" {
 		return func(string) bool { return true }, nil
 	}
-	known := append([]string{"core", "scenarios", "contention"}, scenarioAnchors()...)
+	known := append([]string{"core", "scenarios", "contention", "outage"}, scenarioAnchors()...)
 	chosen := map[string]bool{}
 	for _, x := range strings.Split(only, ",") {
 		x = strings.TrimSpace(x)

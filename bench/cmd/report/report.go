@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/rebound-go/rebound/bench/outage"
 )
 
 // report gathers one run's results and writes them as Markdown.
@@ -17,6 +19,7 @@ type report struct {
 	commands   []string
 	results    *results
 	contention *contentionResult
+	outage     *outage.Report
 	svgPath    string
 	elapsed    time.Duration
 	// notRun and runErrs say, per run group, why nothing was measured.
@@ -50,6 +53,7 @@ func (r *report) write(w io.Writer) {
 		r.writeScenario(&body, s)
 	}
 	r.writeContention(&body)
+	r.writeOutage(&body)
 
 	var m md
 	m.p("# rebound benchmarks")
@@ -83,7 +87,7 @@ func (r *report) write(w io.Writer) {
 	m.p("")
 	m.p("Sections: [core](#core) · [lateness](#lateness) · [throughput](#throughput) ·")
 	m.p("[enqueue](#enqueue) · [promotion](#promotion) · [herd](#herd) · [memory](#memory) ·")
-	m.p("[contention](#contention) · [how this was run](#how-this-was-run)")
+	m.p("[contention](#contention) · [outage](#outage) · [how this was run](#how-this-was-run)")
 	m.p("")
 	m.p("## Where rebound is slower than a peer")
 	m.p("")

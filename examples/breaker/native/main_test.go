@@ -1,0 +1,20 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/rebound-go/rebound/examples/breaker/internal/outage"
+	"github.com/rebound-go/rebound/internal/exampletest"
+	"github.com/rebound-go/rebound/internal/testenv"
+)
+
+func TestExample(t *testing.T) {
+	exampletest.Match(t, exampletest.Run(t, run), outage.Story, "the trip, a probe, the close and every charge through")
+}
+
+func TestExampleRealRedis(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	exampletest.Match(t, exampletest.Run(t, run, "-redis", "redis://"+testenv.RedisAddr(), "-prefix", prefix),
+		outage.Story, "the trip, a probe, the close and every charge through")
+}
