@@ -126,9 +126,8 @@ const reserveBatch = 1000
 // renewed from here on. due is when, by the local clock, the earliest
 // delayed job becomes due (taken as the reply arrives).
 func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time, error) {
-	k := w.q.keys
 	ctx := context.Background()
-	keys := []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due}
+	keys := w.q.keys.reserveKeys
 	var res []any
 	var err error
 	if len(outs) == 0 {

@@ -10,7 +10,8 @@ import (
 
 // renewLoop renews the leases of running jobs every third of the lease. A
 // job whose lease was lost (reclaimed after an outage) has its handler's
-// context cancelled with ErrLeaseLost.
+// context cancelled with ErrLeaseLost; one an operator cancelled, with
+// ErrCancelled (see Worker.cancelled).
 func (w *Worker) renewLoop() {
 	defer w.bg.Done()
 	t := time.NewTicker(w.lease / 3)
@@ -42,12 +43,21 @@ func (w *Worker) renewLoop() {
 				break
 			}
 			for i, v := range res {
-				if parseInt(v) == 1 {
+				code := parseInt(v)
+				if code == 1 {
 					continue
 				}
 				token := fmt.Sprint(batch[2+2*i])
 				w.mu.Lock()
 				rj := w.running[token]
+				if code == 2 {
+					// An operator cancelled the job (Queue.Cancel).
+					w.mu.Unlock()
+					if rj != nil {
+						w.cancelled(rj)
+					}
+					continue
+				}
 				// A job whose outcome was stored since the renewal was
 				// sent has given its lease back, not lost it.
 				lost := rj != nil && !rj.ended.Load()

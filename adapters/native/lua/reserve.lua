@@ -2,8 +2,11 @@
 -- set with a lease, counting one attempt each, and hands them out with their
 -- records. Jobs come from the due list first (retries and delayed first
 -- runs whose time has come), then from the wait list: a retry that is due
--- does not queue behind a backlog of fresh jobs.
--- KEYS: 1 wait, 2 active, 3 delayed, 4 marker, 5 jobs, 6 counter, 7 due
+-- does not queue behind a backlog of fresh jobs. A paused queue (see
+-- pause) hands out no job, but its due jobs are still promoted, so that
+-- none is late when it resumes.
+-- KEYS: 1 wait, 2 active, 3 delayed, 4 marker, 5 jobs, 6 counter, 7 due,
+--       8 paused
 -- ARGV: 1 how many (at most 1000 are taken), 2 lease ms
 -- Returns {now_us, next_due_ms (-1: none delayed; -2: not looked up, the
 -- batch was full), id1, token1, record1, id2, ...}; a record's attempts
@@ -17,6 +20,9 @@ local out = {num(us), 0}
 -- At most 1000 a call, so every variadic call below stays far inside
 -- Lua's stack limit; the host asks for no more.
 local n = math.min(tonumber(ARGV[1]), 1000)
+if redis.call('EXISTS', KEYS[8]) == 1 then
+  n = 0
+end
 -- more: whether either list may still hold jobs after this call (a list
 -- that gave fewer than asked is empty, and needs no LLEN).
 local more = false
