@@ -692,7 +692,7 @@ func testCancelRunning(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	q := newQueue(t, rdb, prefix, "cancel-running")
 	rec := &reboundtest.Recorder{}
-		seen := &errorsSeen{}
+	seen := &errorsSeen{}
 	started := make(chan struct{})
 	cause := make(chan error, 1)
 	w, err := NewWorker(q, fixedRule(t, time.Millisecond, 3), func(ctx context.Context, j *Job) error {
@@ -756,7 +756,7 @@ func testCancelBeforeRenewal(t *testing.T, rdb redis.UniversalClient, prefix str
 	q := newQueue(t, rdb, prefix, "cancel-early")
 	for _, outcome := range []error{nil, errors.New("failed anyway")} {
 		rec := &reboundtest.Recorder{}
-				seen := &errorsSeen{}
+		seen := &errorsSeen{}
 		started, release := make(chan struct{}), make(chan struct{})
 		w, err := NewWorker(q, fixedRule(t, time.Millisecond, 3), func(ctx context.Context, j *Job) error {
 			close(started)
