@@ -144,7 +144,7 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
 func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
 	k := q.keys
-	res, err := q.act(ctx, scriptCancel, "cancel", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed},
+	res, err := q.act(ctx, scriptCancel, "cancel", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker},
 		id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost)
 	if err != nil {
 		return 0, err

@@ -165,7 +165,8 @@ type Counts struct {
 // jobs still within their retention.
 func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 	k := q.keys
-	var w, u, a, d, c, f, paused *redis.IntCmd
+	var w, u, a, d, c, f *redis.IntCmd
+	var paused *redis.BoolCmd
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		w = p.LLen(ctx, k.wait)
 		u = p.LLen(ctx, k.due)
@@ -173,14 +174,14 @@ func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 		d = p.ZCard(ctx, k.delayed)
 		c = p.ZCard(ctx, k.completed)
 		f = p.ZCard(ctx, k.failed)
-		paused = p.Exists(ctx, k.paused)
+		paused = p.HExists(ctx, k.control, "paused")
 		return nil
 	})
 	if err != nil {
 		return Counts{}, fmt.Errorf("native: count jobs on queue %q: %w", q.name, err)
 	}
 	return Counts{Waiting: w.Val() + u.Val(), Active: a.Val(), Delayed: d.Val(), Completed: c.Val(), Failed: f.Val(),
-		Paused: paused.Val() == 1}, nil
+		Paused: paused.Val()}, nil
 }
 
 // Promote moves every due delayed job (up to 1000 per call) to the due

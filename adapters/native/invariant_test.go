@@ -2,9 +2,14 @@ package native
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -98,4 +103,107 @@ func checkInvariants(t testing.TB, rdb redis.UniversalClient, q *Queue) map[stri
 		t.Error(p)
 	}
 	return states
+}
+
+// operator runs every operator action on random jobs of q, again and
+// again, until stopped: cancel, retry (resetting the attempts, so no job
+// runs past its cap), run now, delete, retry the failed jobs named
+// retryName, pause and resume, a page of each state, counts. Every
+// checkEvery actions it checks the invariants on a snapshot.
+type operator struct {
+	q          *Queue
+	rdb        redis.UniversalClient
+	ids        []string
+	retryName  string
+	checkEvery int
+
+	mu      sync.Mutex
+	deleted map[string]bool
+	applied map[string]int // action -> times it changed something
+}
+
+func (o *operator) start(t *testing.T, stop <-chan struct{}) <-chan struct{} {
+	o.deleted, o.applied = map[string]bool{}, map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ctx := context.Background()
+		r := rand.New(rand.NewPCG(7, 11))
+		for i := 1; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			id := o.ids[r.IntN(len(o.ids))]
+			var err error
+			action := []string{"cancel", "retry", "run now", "delete", "retry failed", "pause", "list", "counts"}[r.IntN(8)]
+			applied := true
+			switch action {
+			case "cancel":
+				_, err = o.q.Cancel(ctx, id)
+			case "retry":
+				err = o.q.Retry(ctx, id, RetryOptions{ResetAttempts: true})
+			case "run now":
+				err = o.q.RunNow(ctx, id)
+			case "delete":
+				if _, err = o.q.Delete(ctx, id); err == nil {
+					o.mu.Lock()
+					o.deleted[id] = true
+					o.mu.Unlock()
+				}
+			case "retry failed":
+				var n int
+				n, err = o.q.RetryFailed(ctx, FailedFilter{Name: o.retryName}, RetryOptions{ResetAttempts: true})
+				applied = n > 0
+			case "pause":
+				if err = o.q.Pause(ctx); err == nil {
+					time.Sleep(time.Millisecond)
+					err = o.q.Resume(ctx)
+				}
+			case "list":
+				_, err = o.q.List(ctx, State(1+r.IntN(5)), ListOptions{Limit: 10, OldestFirst: r.IntN(2) == 0})
+			case "counts":
+				_, err = o.q.Counts(ctx)
+			}
+			if errors.Is(err, ErrWrongState) || errors.Is(err, ErrNotFound) {
+				err, applied = nil, false
+			}
+			if err != nil {
+				t.Errorf("%s %s: %v", action, id, err)
+				return
+			}
+			if applied {
+				o.mu.Lock()
+				o.applied[action]++
+				o.mu.Unlock()
+			}
+			if o.checkEvery > 0 && i%o.checkEvery == 0 {
+				checkInvariants(t, o.rdb, o.q)
+			}
+		}
+	}()
+	return done
+}
+
+func (o *operator) deletedIDs() map[string]bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := make(map[string]bool, len(o.deleted))
+	for id := range o.deleted {
+		out[id] = true
+	}
+	return out
+}
+
+// summary says how often each action changed something.
+func (o *operator) summary() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var parts []string
+	for a, n := range o.applied {
+		parts = append(parts, fmt.Sprintf("%s %d", a, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }

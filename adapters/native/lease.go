@@ -8,9 +8,10 @@ import (
 	"github.com/rebound-go/rebound/observe"
 )
 
-// renewLoop renews the leases of running jobs every third of the lease. A
-// job whose lease was lost (reclaimed after an outage) has its handler's
-// context cancelled with ErrLeaseLost; one an operator cancelled, with
+// renewLoop renews the leases of running jobs every third of the lease, and
+// at once when a reserve saw an operator cancel a running job. A job whose
+// lease was lost (reclaimed after an outage) has its handler's context
+// cancelled with ErrLeaseLost; one an operator cancelled, with
 // ErrCancelled (see Worker.cancelled).
 func (w *Worker) renewLoop() {
 	defer w.bg.Done()
@@ -21,6 +22,7 @@ func (w *Worker) renewLoop() {
 		case <-w.bgStop:
 			return
 		case <-t.C:
+		case <-w.renewNow:
 		}
 		w.mu.Lock()
 		args := make([]any, 0, 1+2*len(w.running))

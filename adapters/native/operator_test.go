@@ -685,22 +685,39 @@ func (e *errorsSeen) list() []error {
 }
 
 // Cancelling a running job fails it at once; its worker cancels the
-// handler's context at its next renewal and tells its observer and
-// give-up hook the job ended, permanent, with ErrCancelled; it reports no
-// lost lease, and what the handler returns changes nothing.
+// handler's context and tells its observer and give-up hook the job ended,
+// permanent, with ErrCancelled; it reports no lost lease, and what the
+// handler returns changes nothing. An idle worker learns of it at once
+// (its lease of an hour would renew only after 20 minutes); a worker whose
+// slots are all busy, reserving nothing, at its next lease renewal.
 func testCancelRunning(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	for _, c := range []struct {
+		name string
+		opts []WorkerOption
+	}{
+		{"idle worker", []WorkerOption{WithLease(time.Hour), WithConcurrency(4)}},
+		{"busy worker", []WorkerOption{WithLease(600 * time.Millisecond), WithConcurrency(1)}},
+	} {
+		t.Run(c.name, func(t *testing.T) { cancelRunning(t, rdb, prefix, c.opts) })
+	}
+}
+
+func cancelRunning(t *testing.T, rdb redis.UniversalClient, prefix string, opts []WorkerOption) {
 	ctx := context.Background()
-	q := newQueue(t, rdb, prefix, "cancel-running")
+	q := newQueue(t, rdb, prefix, "cancel-running-"+t.Name())
 	rec := &reboundtest.Recorder{}
 	seen := &errorsSeen{}
-	started := make(chan struct{})
+	started, gone := make(chan struct{}), make(chan struct{})
 	cause := make(chan error, 1)
 	w, err := NewWorker(q, fixedRule(t, time.Millisecond, 3), func(ctx context.Context, j *Job) error {
 		close(started)
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-gone: // the test failed: do not hold its shutdown
+		}
 		cause <- context.Cause(ctx)
 		return nil // a success after the cancel changes nothing
-	}, WithObserver(rec), WithGiveUp(rec.GiveUp), WithErrorHandler(seen.handle), WithLease(600*time.Millisecond))
+	}, append([]WorkerOption{WithObserver(rec), WithGiveUp(rec.GiveUp), WithErrorHandler(seen.handle)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -708,6 +725,7 @@ func testCancelRunning(t *testing.T, rdb redis.UniversalClient, prefix string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+	t.Cleanup(func() { close(gone) })
 	id, _ := q.Enqueue(ctx, nil, WithName("long"))
 	<-started
 	was, err := q.Cancel(ctx, id)
@@ -916,56 +934,13 @@ func testActionsWhileWorkersRun(t *testing.T, rdb redis.UniversalClient, prefix 
 		}
 		all = append(all, id)
 	}
-	var mu sync.Mutex
-	deleted := map[string]bool{}
+	op := &operator{q: q, rdb: rdb, ids: all, retryName: "kind1", checkEvery: 1}
 	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			id := all[(i*7)%jobs]
-			var err error
-			switch i % 8 {
-			case 0:
-				_, err = q.Cancel(ctx, id)
-			case 1:
-				err = q.Retry(ctx, id, RetryOptions{ResetAttempts: i%16 == 1})
-			case 2:
-				err = q.RunNow(ctx, id)
-			case 3:
-				if _, err = q.Delete(ctx, id); err == nil {
-					mu.Lock()
-					deleted[id] = true
-					mu.Unlock()
-				}
-			case 4:
-				_, err = q.RetryFailed(ctx, FailedFilter{Name: "kind1"}, RetryOptions{})
-			case 5:
-				if err = q.Pause(ctx); err == nil {
-					time.Sleep(time.Millisecond)
-					err = q.Resume(ctx)
-				}
-			case 6:
-				_, err = q.List(ctx, State(1+i%5), ListOptions{Limit: 10})
-			case 7:
-				_, err = q.Counts(ctx)
-			}
-			if err != nil && !errors.Is(err, ErrWrongState) && !errors.Is(err, ErrNotFound) {
-				t.Errorf("action %d on %s: %v", i%8, id, err)
-				return
-			}
-			checkInvariants(t, rdb, q)
-		}
-	}()
+	done := op.start(t, stop)
 	time.Sleep(500 * time.Millisecond)
 	close(stop)
-	wg.Wait()
+	<-done
+	deleted := op.deletedIDs()
 	if err := q.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -991,5 +966,5 @@ func testActionsWhileWorkersRun(t *testing.T, rdb redis.UniversalClient, prefix 
 			t.Errorf("job %s is lost: in no state, and no action deleted it", id)
 		}
 	}
-	t.Logf("%d jobs, %d deleted", jobs, len(deleted))
+	t.Logf("%d jobs; actions: %s", jobs, op.summary())
 }

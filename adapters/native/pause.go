@@ -14,7 +14,7 @@ import (
 // is the queue's state in Redis, so it holds for every worker, and for
 // workers started later, until resumed.
 func (q *Queue) Pause(ctx context.Context) error {
-	if err := scriptPause.Run(ctx, q.rdb, []string{q.keys.paused}).Err(); err != nil {
+	if err := scriptPause.Run(ctx, q.rdb, []string{q.keys.control}).Err(); err != nil {
 		return fmt.Errorf("native: pause queue %q: %w", q.name, err)
 	}
 	return nil
@@ -25,7 +25,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 // more are). Resuming a queue that is not paused changes nothing.
 func (q *Queue) Resume(ctx context.Context) error {
 	k := q.keys
-	if err := scriptResume.Run(ctx, q.rdb, []string{k.paused, k.wait, k.due, k.marker}).Err(); err != nil {
+	if err := scriptResume.Run(ctx, q.rdb, []string{k.control, k.wait, k.due, k.marker}).Err(); err != nil {
 		return fmt.Errorf("native: resume queue %q: %w", q.name, err)
 	}
 	return nil
@@ -34,9 +34,9 @@ func (q *Queue) Resume(ctx context.Context) error {
 // Paused reports whether the queue is paused ([Queue.Pause]). [Counts]
 // reports it too, with the counts.
 func (q *Queue) Paused(ctx context.Context) (bool, error) {
-	n, err := q.rdb.Exists(ctx, q.keys.paused).Result()
+	paused, err := q.rdb.HExists(ctx, q.keys.control, "paused").Result()
 	if err != nil {
 		return false, fmt.Errorf("native: read whether queue %q is paused: %w", q.name, err)
 	}
-	return n == 1, nil
+	return paused, nil
 }

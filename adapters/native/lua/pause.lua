@@ -1,11 +1,8 @@
 -- pause: an operator stops the queue's workers from taking jobs (reserve
 -- reads the flag); running jobs go on and finish, and due jobs are still
 -- promoted. The flag holds the server time it was set at (ms).
--- KEYS: 1 paused
+-- KEYS: 1 control
 -- Returns 1 paused now, 0 it already was.
 --
 -- include: num now_us
-if redis.call('SET', KEYS[1], num(math.floor(now_us() / 1000)), 'NX') then
-  return 1
-end
-return 0
+return redis.call('HSETNX', KEYS[1], 'paused', num(math.floor(now_us() / 1000)))
