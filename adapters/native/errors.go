@@ -64,7 +64,11 @@ type StateError struct {
 }
 
 func (e *StateError) Error() string {
-	return fmt.Sprintf("native: cannot %s job %q of queue %q: it is %s, want %s", e.Action, e.ID, e.Queue, e.State, e.Want)
+	what := fmt.Sprintf("%s job %q of queue %q", e.Action, e.ID, e.Queue)
+	if e.Action == "run now" {
+		what = fmt.Sprintf("run job %q of queue %q now", e.ID, e.Queue)
+	}
+	return fmt.Sprintf("native: cannot %s: it is %s, want %s", what, e.State, e.Want)
 }
 
 // Is reports whether target is [ErrWrongState].
