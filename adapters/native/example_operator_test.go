@@ -158,7 +158,7 @@ func ExampleQueue_Pause() {
 		func(_ context.Context, j *native.Job) error {
 			ran <- j.ID
 			return nil
-		})
+		}, native.WithConcurrency(1)) // one at a time: in the order they wait
 	if err != nil {
 		panic(err)
 	}
