@@ -132,13 +132,17 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // no worker is involved, so no observer or give-up hook hears of it.
 //
 // A running job leaves the active set at once, and its worker can no
-// longer store the attempt's outcome. The worker learns of the cancel at
-// its next lease renewal (within a third of [WithLease]), or when it
-// tries to store the outcome, whichever comes first: it cancels the
-// handler's context with cause ErrCancelled and tells its observer that
-// the attempt ended the job, permanent, with error ErrCancelled, and its
-// give-up hook likewise; whatever the handler returns is dropped. A
-// worker that died meanwhile tells no one, and its job stays cancelled.
+// longer store the attempt's outcome. The cancel wakes an idle worker and
+// is counted where every reserve reads it; a worker whose reserve sees the
+// count change renews its leases at once, which tells it whether the job
+// was its own. So the worker learns of the cancel within a round trip or
+// two when it is idle or busy fetching jobs, and at the latest at its next
+// lease renewal (a third of [WithLease]) or when it tries to store the
+// outcome. It then cancels the handler's context with cause ErrCancelled
+// and tells its observer that the attempt ended the job, permanent, with
+// error ErrCancelled, and its give-up hook likewise; whatever the handler
+// returns is dropped. A worker that died meanwhile tells no one, and its
+// job stays cancelled.
 //
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).

@@ -58,7 +58,10 @@ type Page struct {
 // cursor's job has left them (a worker took it; in run order that happens
 // only once every job before it was taken), List answers [ErrCursorGone].
 // Paging waiting jobs in run order (OldestFirst) keeps the cursor's job
-// in line the longest.
+// in line the longest. A page of waiting jobs after the first finds its
+// cursor's job by scanning its list (LPOS), so its cost grows with the
+// list's length; the other states' pages cost the log of their set's size
+// plus the page.
 //
 // A state that is not one of the five, a Limit out of range or a cursor
 // List did not return for this state and order ([ErrBadCursor]) is an
