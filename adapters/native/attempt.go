@@ -32,9 +32,10 @@ type runningJob struct {
 	// lease is released by that end, and a renewal that finds it gone has
 	// not lost it.
 	ended atomic.Bool
-	// lost is set once the lease is known to be gone (reclaimed): the
+	// lost is set once the lease is known to be gone: reclaimed (the
 	// attempt's end was stored and reported by the reclaim, and the loss
-	// reported to the error handler once.
+	// reported to the error handler once), or cancelled by an operator
+	// (the cancel stored the end, Worker.cancelled reported it).
 	lost atomic.Bool
 	// pass is the breaker's answer before the handler ran (the zero Pass
 	// when the job is bound to no dependency); reported is set once the

@@ -20,9 +20,12 @@ import (
 // TestChaos runs thousands of jobs through several workers while workers
 // are killed mid-job (abandoned as a crash would leave them) and their
 // Redis connections are dropped with CLIENT KILL; about 30% of attempts
-// fail. Afterwards every job is in exactly one terminal state, none is
-// lost and none ran more than its cap. Real Redis only: miniredis has no
-// CLIENT KILL.
+// fail. Meanwhile an operator runs every action on random jobs: cancels
+// (running jobs too), retries, run-nows, deletes, bulk retries of failed
+// jobs, pauses and resumes, listings. Throughout, every job is in exactly
+// one state (checked on snapshots of the queue's keys); afterwards every
+// job not deleted is in exactly one terminal state, none is lost and none
+// ran more than its cap. Real Redis only: miniredis has no CLIENT KILL.
 func TestChaos(t *testing.T) {
 	admin := testenv.Redis(t)
 	prefix := testenv.Prefix(t, admin)
@@ -83,7 +86,7 @@ func TestChaos(t *testing.T) {
 	}
 	ids := make([]string, jobs)
 	for i := range ids {
-		if ids[i], err = q.Enqueue(ctx, nil); err != nil {
+		if ids[i], err = q.Enqueue(ctx, nil, WithName(fmt.Sprintf("kind%d", i%3))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,6 +96,12 @@ func TestChaos(t *testing.T) {
 	for i := range pool {
 		pool[i] = newWorker()
 	}
+	// The operator uses its own connection, which the chaos leaves alone:
+	// an action whose reply is lost could not be told applied or not.
+	op := &operator{q: q, rdb: admin, ids: ids, retryName: "kind1", checkEvery: 25}
+	opStop := make(chan struct{})
+	opDone := op.start(t, opStop)
+
 	var kills, drops atomic.Int32
 	chaosDone := make(chan struct{})
 	go func() {
@@ -132,11 +141,17 @@ func TestChaos(t *testing.T) {
 		}
 	}()
 	<-chaosDone
+	close(opStop)
+	<-opDone
+	if err := q.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deleted := op.deletedIDs()
 
 	deadline := time.Now().Add(40 * time.Second)
 	for {
 		c, err := q.Counts(ctx)
-		if err == nil && c.Completed+c.Failed == jobs && c.Waiting+c.Active+c.Delayed == 0 {
+		if err == nil && c.Completed+c.Failed == int64(jobs-len(deleted)) && c.Waiting+c.Active+c.Delayed == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -154,8 +169,17 @@ func TestChaos(t *testing.T) {
 	}
 	mu.Unlock()
 
-	// Every job in exactly one terminal state, attempts within the cap.
-	var done, gaveUp, reclaimed int
+	// Every job in exactly one state, none lost: over the keys, then job
+	// by job.
+	states := checkInvariants(t, admin, q)
+	for _, id := range ids {
+		if _, ok := states[id]; ok == deleted[id] {
+			t.Errorf("job %s: deleted %v, yet in the queue %v", id, deleted[id], ok)
+		}
+	}
+	// Every job not deleted in exactly one terminal state, attempts within
+	// the cap.
+	var done, gaveUp, cancelled, reclaimed int
 	for lo := 0; lo < jobs; lo += 500 {
 		batch := ids[lo:min(lo+500, jobs)]
 		type row struct{ c, f *redis.FloatCmd }
@@ -169,6 +193,9 @@ func TestChaos(t *testing.T) {
 			return nil
 		})
 		for i, id := range batch {
+			if deleted[id] {
+				continue
+			}
 			inC, inF := rows[i].c.Err() == nil, rows[i].f.Err() == nil
 			rec, err := decodeRecord(stored[i].Val())
 			if err != nil {
@@ -182,6 +209,8 @@ func TestChaos(t *testing.T) {
 				t.Errorf("job %s is in no terminal state", id)
 			case inC:
 				done++
+			case rec.cancelled():
+				cancelled++
 			default:
 				gaveUp++
 				if n != maxAttempts {
@@ -191,8 +220,8 @@ func TestChaos(t *testing.T) {
 			if rec.err == ErrLeaseExpired.Error() {
 				reclaimed++
 			}
-			if n < 1 || n > maxAttempts {
-				t.Errorf("job %s took %d attempts, want 1..%d", id, n, maxAttempts)
+			if n < 1 && !rec.cancelled() || n > maxAttempts {
+				t.Errorf("job %s took %d attempts, want 1..%d (0 for a job cancelled before it ran)", id, n, maxAttempts)
 			}
 		}
 	}
@@ -205,6 +234,9 @@ func TestChaos(t *testing.T) {
 	if reclaimed == 0 {
 		t.Errorf("no job was reclaimed from a killed worker")
 	}
-	t.Logf("%d jobs: %d completed, %d failed; %d attempts (%d failing by design); %d workers killed, %d connections dropped; %d jobs last failed by a reclaimed lease",
-		jobs, done, gaveUp, attempts.Load(), failed.Load(), kills.Load(), drops.Load(), reclaimed)
+	if len(deleted) == 0 || cancelled == 0 {
+		t.Errorf("the operator did nothing: %d jobs deleted, %d cancelled", len(deleted), cancelled)
+	}
+	t.Logf("%d jobs: %d completed, %d failed, %d cancelled, %d deleted; %d attempts (%d failing by design); %d workers killed, %d connections dropped; %d jobs last failed by a reclaimed lease; operator actions that changed something: %s",
+		jobs, done, gaveUp, cancelled, len(deleted), attempts.Load(), failed.Load(), kills.Load(), drops.Load(), reclaimed, op.summary())
 }

@@ -53,13 +53,6 @@ func (h *harness) Limits() conformance.Limits {
 		MaxDelay: MaxDelay, MaxErrorBytes: MaxErrorBytes}
 }
 
-// Lacks declares what the native queue cannot do yet.
-func (h *harness) Lacks() map[conformance.Feature]string {
-	return map[conformance.Feature]string{
-		conformance.FeatureCancel: "the native queue has no operator actions yet: they arrive with issue 15",
-	}
-}
-
 // nextQueue returns a fresh queue: its client, prefix and name.
 func (h *harness) nextQueue(t testing.TB) (redis.UniversalClient, string, string) {
 	h.mu.Lock()
@@ -281,6 +274,15 @@ func (e *engine) Reclaim(ctx context.Context, id string) error {
 	return ctx.Err()
 }
 
+// Cancel cancels the job with the queue's operator action: a waiting job
+// ends failed at once, a running one too, its worker told at once (the
+// cancel wakes it, and its reserve sees the cancel) or at its next lease
+// renewal.
+func (e *engine) Cancel(ctx context.Context, id string) error {
+	_, err := e.q.Cancel(ctx, id)
+	return err
+}
+
 // Pending is the number of attempts the worker holds.
 func (e *engine) Pending() int {
 	w := e.worker()
@@ -292,10 +294,10 @@ func (e *engine) Pending() int {
 var (
 	_ conformance.SharedHarness     = (*harness)(nil)
 	_ conformance.BreakerHarness    = (*harness)(nil)
-	_ conformance.LackingHarness    = (*harness)(nil)
 	_ conformance.SynctestHarness   = (*harness)(nil)
 	_ conformance.KindEngine        = (*engine)(nil)
 	_ conformance.ErrorEngine       = (*engine)(nil)
+	_ conformance.CancelEngine      = (*engine)(nil)
 	_ conformance.RestartEngine     = (*engine)(nil)
 	_ conformance.ReclaimEngine     = (*engine)(nil)
 	_ conformance.BookkeepingEngine = (*engine)(nil)

@@ -92,7 +92,47 @@
 //   - A panic of the handler: a failed attempt (an *observe.PanicError);
 //     of the policy while deciding: the fallback delay ([WithFallbackDelay]);
 //     of an observer, key function or hook: reported to the error handler.
-//   - An operator's cancel: the queue has no operator actions yet.
+//   - An operator's cancel ([Queue.Cancel]) of a running job: a counted
+//     attempt that ends the job failed, permanent, with [ErrCancelled];
+//     the handler's context is cancelled and its return dropped, and the
+//     worker tells its observer and give-up hook. A cancel of a waiting or
+//     delayed job is no attempt: the job ends failed with no worker
+//     involved, so no observer or hook hears of it.
+//
+// # Operator actions
+//
+// What asynq's inspector and CLI, River UI and BullMQ give their users,
+// as methods of [Queue] (and as the rebound queue command and the rebound
+// ui page):
+//
+//	page, err := q.List(ctx, native.StateFailed, native.ListOptions{Limit: 50})
+//	job, err := q.Job(ctx, id)                  // one job: attempts, last error, payload
+//	err = q.Retry(ctx, id, native.RetryOptions{ResetAttempts: true})
+//	n, err := q.RetryFailed(ctx, native.FailedFilter{Error: "*connection refused*"}, native.RetryOptions{})
+//	err = q.RunNow(ctx, id)                     // a delayed job, due at once
+//	was, err := q.Delete(ctx, id)               // a job that is not running
+//	was, err := q.Cancel(ctx, id)               // waiting, delayed or running: failed, cancelled
+//	err = q.Pause(ctx)                          // and Resume, Paused; Counts says it too
+//
+// Each action is one atomic script over the queue's keys, safe while
+// workers run (and Cluster-safe: every key is in KEYS, all in the queue's
+// slot). It finds the job where it is at that instant and acts only if the
+// action applies there: an unknown job is an error wrapping [ErrNotFound],
+// a job in another state (one that moved meanwhile included) a
+// [*StateError] matching [ErrWrongState] and naming the state found;
+// either way nothing changed. RetryFailed, which may touch every failed
+// job, works in bounded steps of one script each (at most 1000 jobs and
+// about 4 MiB of records a step), so it never holds Redis for long.
+//
+// List pages by cursor: each page goes on after the position of the last
+// job of the page before, so pages stay correct while workers move jobs
+// (see [Queue.List]). Pause stops workers from taking jobs, in the reserve
+// script's one read of the queue's control hash; running jobs finish, and
+// due retries are still promoted, so nothing is lost or late on resume.
+// A cancel of a running job reaches its worker through the same read: the
+// cancel counts in the control hash and wakes an idle worker, and a worker
+// whose reserve sees the count change renews its leases at once, which
+// tells it the job was cancelled (at the latest, its next renewal does).
 //
 // # Keys
 //
@@ -108,12 +148,14 @@
 //	<prefix>:{<queue>}:jobs       HASH  job ID -> the job's record, one packed string
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
 //	<prefix>:{<queue>}:counter    STRING lease tokens and the delayed sequence
+//	<prefix>:{<queue>}:control    HASH  operator flags: paused (since, ms), cancels (running jobs cancelled)
 //
 // A job has no key of its own: its record is one field of the jobs hash,
 // holding attempts started, the token of the reservation that holds its
 // lease (empty while no attempt runs), its own cap, created and finished
-// times, the token of the reservation that last finished it, then its last
-// error, metadata and name (each length-prefixed) and the payload. A job
+// times, the token of the reservation that last finished it ("0" and a
+// token once an operator cancelled it), then its last error, metadata and
+// name (each length-prefixed) and the payload. A job
 // waiting for its retry therefore costs one hash entry and one delayed-set
 // entry, a running one a hash entry and an active-set entry, and every
 // script reaches every job through a key in KEYS.
@@ -138,7 +180,9 @@
 // expired leases; each is then failed with a delay the host computed),
 // extend (renew leases), release (put back, uncounted, the jobs of
 // handlers cut short by Shutdown) and defer (put back, uncounted, the jobs a
-// circuit breaker held back, to the delayed set).
+// circuit breaker held back, to the delayed set); and for operators
+// list_sorted and list_waiting (a page of one state), retry, retry_failed
+// (one bounded step), delete, run_now, cancel, pause and resume.
 //
 // # Waiting
 //

@@ -126,9 +126,8 @@ const reserveBatch = 1000
 // renewed from here on. due is when, by the local clock, the earliest
 // delayed job becomes due (taken as the reply arrives).
 func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time, error) {
-	k := w.q.keys
 	ctx := context.Background()
-	keys := []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due}
+	keys := w.q.keys.reserveKeys
 	var res []any
 	var err error
 	if len(outs) == 0 {
@@ -150,8 +149,16 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time
 	if err != nil {
 		return nil, time.Time{}, err
 	}
-	if len(res) < 2 {
-		return nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 2", len(res))
+	if len(res) < 3 {
+		return nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 3", len(res))
+	}
+	if cancels := parseInt(res[2]); w.cancels.Swap(cancels) != cancels {
+		// An operator cancelled a running job since the last reserve:
+		// renew now, which tells whether it was one of ours.
+		select {
+		case w.renewNow <- struct{}{}:
+		default:
+		}
 	}
 	due := time.Now().Add(w.idlePoll)
 	if next := parseInt(res[1]); next >= 0 {
@@ -160,7 +167,7 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time
 	var jobs []*runningJob
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i := 2; i+2 < len(res); i += 3 {
+	for i := 3; i+2 < len(res); i += 3 {
 		id, token := replyString(res[i]), replyString(res[i+1])
 		rec, rerr := decodeRecord(replyString(res[i+2]))
 		if rerr == nil && rec.attempts < 1 {

@@ -77,6 +77,10 @@ type StoredJob struct {
 	Payload []byte
 	// Metadata is the job's persisted metadata.
 	Metadata map[string]string
+	// Cancelled reports a failed job that failed because an operator
+	// cancelled it ([Queue.Cancel]); its LastError is then ErrCancelled's
+	// text.
+	Cancelled bool
 }
 
 // Job returns the stored state of the job with the given ID, read in one
@@ -107,7 +111,28 @@ func (q *Queue) Job(ctx context.Context, id string) (StoredJob, error) {
 	if err != nil {
 		return StoredJob{}, fmt.Errorf("native: inspect job %q on queue %q: %w", id, q.name, err)
 	}
-	info := StoredJob{
+	info := storedJob(id, r)
+	switch {
+	case active.Err() == nil:
+		info.State = StateActive
+		info.LeaseDeadline = time.UnixMilli(int64(active.Val()))
+	case delayed.Err() == nil:
+		info.State = StateDelayed
+		info.NextFireAt = time.UnixMilli(int64(delayed.Val()) / 0x1000)
+	case failed.Err() == nil:
+		info.State = StateFailed
+		info.Cancelled = r.cancelled()
+	case done.Err() == nil || r.finished != 0:
+		info.State = StateCompleted
+	default:
+		info.State = StateWaiting
+	}
+	return info, nil
+}
+
+// storedJob is what record r of job id says, all but where the job is.
+func storedJob(id string, r record) StoredJob {
+	return StoredJob{
 		ID:          id,
 		Name:        r.name,
 		MaxAttempts: r.max,
@@ -118,21 +143,6 @@ func (q *Queue) Job(ctx context.Context, id string) (StoredJob, error) {
 		FinishedAt:  msTime(r.finished),
 		Attempts:    r.attempts,
 	}
-	switch {
-	case active.Err() == nil:
-		info.State = StateActive
-		info.LeaseDeadline = time.UnixMilli(int64(active.Val()))
-	case delayed.Err() == nil:
-		info.State = StateDelayed
-		info.NextFireAt = time.UnixMilli(int64(delayed.Val()) / 0x1000)
-	case failed.Err() == nil:
-		info.State = StateFailed
-	case done.Err() == nil || r.finished != 0:
-		info.State = StateCompleted
-	default:
-		info.State = StateWaiting
-	}
-	return info, nil
 }
 
 func msTime(ms int64) time.Time {
@@ -142,16 +152,21 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// Counts is how many jobs a queue holds in each state.
+// Counts is how many jobs a queue holds in each state, and whether it is
+// paused.
 type Counts struct {
 	Waiting, Active, Delayed, Completed, Failed int64
+	// Paused reports a queue an operator paused ([Queue.Pause]).
+	Paused bool
 }
 
-// Counts returns how many jobs the queue holds in each state. Completed
-// and Failed count the jobs still within their retention.
+// Counts returns how many jobs the queue holds in each state, and whether
+// it is paused, read in one transaction. Completed and Failed count the
+// jobs still within their retention.
 func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 	k := q.keys
 	var w, u, a, d, c, f *redis.IntCmd
+	var paused *redis.BoolCmd
 	_, err := q.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		w = p.LLen(ctx, k.wait)
 		u = p.LLen(ctx, k.due)
@@ -159,12 +174,14 @@ func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 		d = p.ZCard(ctx, k.delayed)
 		c = p.ZCard(ctx, k.completed)
 		f = p.ZCard(ctx, k.failed)
+		paused = p.HExists(ctx, k.control, "paused")
 		return nil
 	})
 	if err != nil {
 		return Counts{}, fmt.Errorf("native: count jobs on queue %q: %w", q.name, err)
 	}
-	return Counts{Waiting: w.Val() + u.Val(), Active: a.Val(), Delayed: d.Val(), Completed: c.Val(), Failed: f.Val()}, nil
+	return Counts{Waiting: w.Val() + u.Val(), Active: a.Val(), Delayed: d.Val(), Completed: c.Val(), Failed: f.Val(),
+		Paused: paused.Val()}, nil
 }
 
 // Promote moves every due delayed job (up to 1000 per call) to the due

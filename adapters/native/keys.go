@@ -19,10 +19,11 @@ type keys struct {
 	jobs      string // HASH id -> the job's packed record (record.go)
 	marker    string // ZSET wake-up marker idle workers block on
 	counter   string // STRING counter: lease tokens and delayed sequence
+	control   string // HASH an operator's flags: paused (ms since), cancels (count of running jobs cancelled)
 
-	// The KEYS of the complete, fail and release scripts, built once:
-	// every outcome sends one of them.
-	completeKeys, failKeys, releaseKeys, deferKeys []string
+	// The KEYS of the complete, fail, release, defer and reserve scripts,
+	// built once: every outcome and every fetch sends one of them.
+	completeKeys, failKeys, releaseKeys, deferKeys, reserveKeys []string
 }
 
 func newKeys(prefix, queue string) keys {
@@ -38,11 +39,13 @@ func newKeys(prefix, queue string) keys {
 		jobs:      base + "jobs",
 		marker:    base + "marker",
 		counter:   base + "counter",
+		control:   base + "control",
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
 	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
 	k.releaseKeys = []string{k.jobs, k.active, k.due, k.marker}
 	k.deferKeys = []string{k.jobs, k.active, k.delayed, k.marker, k.counter}
+	k.reserveKeys = []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due, k.control}
 	return k
 }
 

@@ -8,9 +8,11 @@ import (
 	"github.com/rebound-go/rebound/observe"
 )
 
-// renewLoop renews the leases of running jobs every third of the lease. A
-// job whose lease was lost (reclaimed after an outage) has its handler's
-// context cancelled with ErrLeaseLost.
+// renewLoop renews the leases of running jobs every third of the lease, and
+// at once when a reserve saw an operator cancel a running job. A job whose
+// lease was lost (reclaimed after an outage) has its handler's context
+// cancelled with ErrLeaseLost; one an operator cancelled, with
+// ErrCancelled (see Worker.cancelled).
 func (w *Worker) renewLoop() {
 	defer w.bg.Done()
 	t := time.NewTicker(w.lease / 3)
@@ -20,6 +22,7 @@ func (w *Worker) renewLoop() {
 		case <-w.bgStop:
 			return
 		case <-t.C:
+		case <-w.renewNow:
 		}
 		w.mu.Lock()
 		args := make([]any, 0, 1+2*len(w.running))
@@ -42,12 +45,21 @@ func (w *Worker) renewLoop() {
 				break
 			}
 			for i, v := range res {
-				if parseInt(v) == 1 {
+				code := parseInt(v)
+				if code == 1 {
 					continue
 				}
 				token := fmt.Sprint(batch[2+2*i])
 				w.mu.Lock()
 				rj := w.running[token]
+				if code == 2 {
+					// An operator cancelled the job (Queue.Cancel).
+					w.mu.Unlock()
+					if rj != nil {
+						w.cancelled(rj)
+					}
+					continue
+				}
 				// A job whose outcome was stored since the renewal was
 				// sent has given its lease back, not lost it.
 				lost := rj != nil && !rj.ended.Load()

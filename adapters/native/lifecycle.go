@@ -23,6 +23,7 @@ func (w *Worker) Start() error {
 		w.slots = make(chan struct{}, w.concurrency)
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
+		w.renewNow = make(chan struct{}, 1)
 		w.finishCh = make(chan *finishReq, w.concurrency)
 		w.started.Store(true)
 		w.bg.Add(4 + finishers)

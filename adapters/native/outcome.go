@@ -37,6 +37,11 @@ func (w *Worker) store(rj *runningJob, s *redis.Script, keys []string, args []an
 // nothing was applied.
 func (w *Worker) tell(rj *runningJob, ctx context.Context, a observe.Attempt, s *redis.Script, result observe.Result, res []any, err error) {
 	switch {
+	case errors.Is(err, ErrLeaseLost) && w.cancelledByOperator(rj):
+		// An operator cancelled the job before its outcome was stored:
+		// the cancel ended the attempt, and the outcome here changed
+		// nothing.
+		w.cancelled(rj)
 	case errors.Is(err, ErrLeaseLost):
 		// Reclaimed meanwhile: the reclaim stored and reported this
 		// attempt's end, and the outcome here changed nothing.

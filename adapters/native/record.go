@@ -21,7 +21,7 @@ type record struct {
 	max      int    // the job's own cap, 0: the worker's rule
 	created  int64  // server ms
 	finished int64  // server ms, 0 until the job completed or failed for good
-	ftok     string // token of the reservation that last finished an attempt
+	ftok     string // token of the reservation that last finished an attempt; "0"+token once an operator cancelled it
 	name     string
 	meta     string // packed by encodeMeta, "" for none
 	err      string // last error text
@@ -59,3 +59,8 @@ func decodeRecord(s string) (record, error) {
 	r.payload = []byte(rest)
 	return r, nil
 }
+
+// cancelled reports a record an operator's cancel ended: its ftok is "0",
+// or "0" and the token of the reservation that was running it (see
+// lua/cancel.lua). Tokens count from 1, so no reservation's starts with 0.
+func (r record) cancelled() bool { return strings.HasPrefix(r.ftok, "0") }

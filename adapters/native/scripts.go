@@ -75,4 +75,15 @@ var (
 	scriptExtend   = script("extend")
 	scriptRelease  = script("release")
 	scriptDefer    = script("defer")
+
+	// Operator actions (list.go, actions.go, pause.go).
+	scriptListSorted  = script("list_sorted")
+	scriptListWaiting = script("list_waiting")
+	scriptRetry       = script("retry")
+	scriptRetryFailed = script("retry_failed")
+	scriptDelete      = script("delete")
+	scriptRunNow      = script("run_now")
+	scriptCancel      = script("cancel")
+	scriptPause       = script("pause")
+	scriptResume      = script("resume")
 )

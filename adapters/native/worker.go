@@ -59,6 +59,8 @@ type Worker struct {
 	waiting   atomic.Bool
 	blocked   atomic.Bool // the listener is in its BZPOPMIN
 	abandoned atomic.Bool
+	cancels   atomic.Int64  // the queue's count of running jobs cancelled, as the last reserve saw it
+	renewNow  chan struct{} // asks renewLoop to renew at once
 
 	mu      sync.Mutex
 	running map[string]*runningJob

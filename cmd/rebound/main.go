@@ -7,6 +7,7 @@
 //	rebound herd POLICY [-jobs 1000] [-attempt 3] [-buckets 20] [-seed S] [-svg FILE]
 //	rebound ui [POLICY] [-addr 127.0.0.1:0] [-redis URL -queue NAME ...]
 //	rebound breaker -redis URL [-prefix P] | -postgres URL [-schema S]
+//	rebound queue -redis URL [-prefix P] [-json] COMMAND QUEUE [ARGS]
 //
 // POLICY is rebound's text form of a policy, as backoff.Parse reads it, for
 // example 'jitter(exponential(100ms, 2s))'. Quote it: the shell treats
@@ -51,6 +52,7 @@ func commands() []command {
 		{"herd", "where a cohort that failed together retries, with and without jitter", runHerd},
 		{"ui", "the curve, the herd and the native queues in a browser, live", runUI},
 		{"breaker", "each dependency's shared circuit breaker, from a Redis or PostgreSQL URL", runBreaker},
+		{"queue", "a native queue's jobs: list, show, retry, run now, delete, cancel, pause", runQueue},
 	}
 }
 

@@ -72,12 +72,12 @@ func TestUnknownCommand(t *testing.T) {
 	if code != exitUsage || out != "" {
 		t.Errorf("code %d, stdout %q; want %d and nothing on stdout", code, out, exitUsage)
 	}
-	want := "rebound: unknown command \"plot\"; known commands: plan, herd, ui, breaker, help\n"
+	want := "rebound: unknown command \"plot\"; known commands: plan, herd, ui, breaker, queue, help\n"
 	if errOut != want {
 		t.Errorf("stderr = %q, want %q", errOut, want)
 	}
 	_, errOut, code = rebound(t, "-n", "3")
-	if code != exitUsage || !strings.Contains(errOut, "want a command first (plan, herd, ui, breaker, help)") {
+	if code != exitUsage || !strings.Contains(errOut, "want a command first (plan, herd, ui, breaker, queue, help)") {
 		t.Errorf("flag before command: code %d, stderr %q", code, errOut)
 	}
 }

@@ -17,8 +17,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/ui"
@@ -36,8 +34,13 @@ and where 1000 jobs that failed together retry, with and without jitter
 copy; type into it and a mistake is shown where it is, as the CLI shows it.
 POLICY, if given, is the policy the page opens with.
 
-With -redis and -queue, the page also shows each native queue's jobs by
-state, refreshed live, and looks jobs up by ID.
+With -redis and -queue, the page also shows each native queue: its jobs by
+state, refreshed live, its delayed jobs as a timeline of upcoming runs
+(retries waiting their backoff, soonest first), the jobs that failed last
+with their errors, and a lookup by job ID; and it offers the queue's
+operator actions (retry a failed job, run a delayed job now, delete a job,
+pause and resume the queue), each behind a confirmation. A Redis URL with
+addr= parameters (redis://h1:7000?addr=h2:7000) is read as a Redis Cluster.
 
 The page loads nothing from the network. It listens on loopback only and
 answers only requests addressed to loopback, so other machines and other
@@ -134,24 +137,23 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		cfg.Token = rand.Text()
 	}
 	if o.redis != "" {
-		opt, err := redis.ParseURL(o.redis)
+		rdb, err := redisClient(o.redis)
 		if err != nil {
 			return usageError(stderr, fs, "-redis %q: %v; want a URL such as redis://127.0.0.1:6379/0", o.redis, err)
 		}
-		rdb := redis.NewClient(opt)
 		defer rdb.Close()
 		for _, name := range o.queues {
 			q, err := native.NewQueue(rdb, name, native.WithPrefix(o.prefix))
 			if err != nil {
 				return usageError(stderr, fs, "-queue %q: %v", name, err)
 			}
-			cfg.Queues = append(cfg.Queues, q)
+			cfg.Queues = append(cfg.Queues, uiQueue{q})
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = rdb.Ping(pctx).Err()
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %v\n", opt.Addr, err)
+			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %v\n", redisAddrs(rdb), err)
 			return exitFail
 		}
 	}

@@ -417,9 +417,10 @@ func TestUIBrowserQueue(t *testing.T) {
 	if txt := eval[string](t, tab, `document.querySelector('[data-queue="emails"] .job').textContent`); !strings.Contains(txt, "digest") || !strings.Contains(txt, "later") {
 		t.Errorf("job card lacks the name or payload: %q", txt)
 	}
-	// The page offers no actions the queue does not have.
-	if n := eval[int](t, tab, `document.querySelectorAll('[data-queue="emails"] button[data-action]').length`); n != 0 {
-		t.Errorf("page shows %d action buttons for a queue without actions", n)
+	// The card offers what applies to a delayed job, and only that.
+	got := eval[[]string](t, tab, `[...document.querySelectorAll('[data-queue="emails"] .job button[data-action]')].map(b => b.dataset.action)`)
+	if !slices.Equal(got, []string{"run", "delete"}) {
+		t.Errorf("a delayed job's card offers %q, want run and delete", got)
 	}
 }
 
@@ -604,6 +605,122 @@ func TestUIBrowserActions(t *testing.T) {
 	}
 }
 
+// TestUIBrowserActionsNative drives the same actions on a real native
+// queue on the real Redis, with a worker running its jobs: a delayed job
+// shows in the timeline and "run now", confirmed, makes it run; a failed
+// job shows with its error and "retry", confirmed, makes it run again and
+// complete; "delete" removes a job; pause and resume reach the queue.
+func TestUIBrowserActionsNative(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx := context.Background()
+	q, err := native.NewQueue(rdb, "emails", native.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	runs := map[string]int{}
+	rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(time.Hour)), 5))
+	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
+		mu.Lock()
+		runs[j.ID]++
+		n := runs[j.ID]
+		mu.Unlock()
+		if j.Name == "bounce" && n == 1 {
+			return backoff.Permanent(errors.New("smtp: 550 5.1.1 mailbox unavailable"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+	later, err := q.Enqueue(ctx, []byte("weekly"), native.WithName("digest"), native.WithDelay(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, err := q.Enqueue(ctx, []byte("never"), native.WithName("digest"), native.WithDelay(2*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bounced, err := q.Enqueue(ctx, []byte("ada@example.com"), native.WithName("bounce"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitJob := func(id string, want native.State) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			j, err := q.Job(ctx, id)
+			if err == nil && j.State == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("job %s: %v (%v), want %v", id, j.State, err, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitJob(bounced, native.StateFailed)
+
+	tab := newTab(t, 1280, 900)
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "100ms")
+	do(t, tab, chromedp.Navigate(page+"#queues"))
+	row := func(id string) string { return `[data-queue="emails"] [data-list] li[data-job="` + id + `"]` }
+	confirm := func(id, action string) {
+		t.Helper()
+		do(t, tab, chromedp.Click(chromedp.CSS(row(id)+` button[data-action="`+action+`"]`)))
+		waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+		if txt := eval[string](t, tab, `document.querySelector("#confirm").textContent`); !strings.Contains(txt, id) {
+			t.Errorf("confirmation does not name job %s: %q", id, txt)
+		}
+		do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	}
+
+	// The timeline shows the delayed jobs soonest first; the failed list
+	// the bounced job with its error.
+	waitFor(t, tab, "the delayed and failed lists", `document.querySelector('`+row(later)+`') && document.querySelector('`+row(bounced)+`')`)
+	order := eval[[]string](t, tab, `[...document.querySelectorAll('[data-queue="emails"] [data-list="delayed"] li')].map(li => li.dataset.job)`)
+	if !slices.Equal(order, []string{later, gone}) {
+		t.Errorf("delayed list %v, want %v, soonest first", order, []string{later, gone})
+	}
+	if txt := eval[string](t, tab, `document.querySelector('`+row(bounced)+`').textContent`); !strings.Contains(txt, "mailbox unavailable") {
+		t.Errorf("failed row lacks the error: %q", txt)
+	}
+
+	confirm(later, "run")
+	waitFor(t, tab, "the job run now to leave the timeline", `!document.querySelector('`+row(later)+`')`)
+	waitJob(later, native.StateCompleted)
+
+	confirm(bounced, "retry")
+	waitFor(t, tab, "the retried job to leave the failed list", `!document.querySelector('`+row(bounced)+`')`)
+	waitJob(bounced, native.StateCompleted)
+
+	confirm(gone, "delete")
+	waitFor(t, tab, "the deleted job to leave the timeline", `!document.querySelector('`+row(gone)+`')`)
+	if _, err := q.Job(ctx, gone); !errors.Is(err, native.ErrNotFound) {
+		t.Errorf("deleted job: %v, want ErrNotFound", err)
+	}
+	waitFor(t, tab, "the completed count", `document.querySelector('[data-queue="emails"] [data-count="completed"]')?.textContent === "2"`)
+
+	for _, pause := range []bool{true, false} {
+		do(t, tab, chromedp.Click(chromedp.CSS(`[data-queue="emails"] button[data-pause]`)))
+		waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+		do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		waitFor(t, tab, "the paused badge", fmt.Sprintf(`document.querySelector('[data-queue="emails"] .pill.paused')?.hidden === %v`, !pause))
+		if p, err := q.Paused(ctx); p != pause || err != nil {
+			t.Errorf("queue paused %v (%v), want %v", p, err, pause)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := map[string]int{later: 1, bounced: 2}; fmt.Sprint(runs) != fmt.Sprint(want) {
+		t.Errorf("runs %v, want %v", runs, want)
+	}
+}
+
 // TestUIBrowserScreenshot saves the page as docs/ui.png shows it: the
 // curve, the herd and a native queue with jobs in every state.
 func TestUIBrowserScreenshot(t *testing.T) {
@@ -624,6 +741,7 @@ func TestUIBrowserScreenshot(t *testing.T) {
 	waitFor(t, tab, "the page to draw", `document.querySelectorAll("#herd-chart .herd-panel").length === 2`)
 	if len(args) > 0 {
 		waitFor(t, tab, "the queue's counts", `(document.querySelector('[data-queue="emails"] [data-count="completed"]')?.textContent ?? "–") !== "–"`)
+		waitFor(t, tab, "the timeline and the failed jobs", `document.querySelector('[data-list="delayed"] li[data-job]') && document.querySelector('[data-list="failed"] li[data-job]')`)
 	}
 	png := within(t, tab, chromedp.FullScreenshot(100))
 	name := filepath.Join(t.TempDir(), "ui.png")

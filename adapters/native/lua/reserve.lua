@@ -2,21 +2,31 @@
 -- set with a lease, counting one attempt each, and hands them out with their
 -- records. Jobs come from the due list first (retries and delayed first
 -- runs whose time has come), then from the wait list: a retry that is due
--- does not queue behind a backlog of fresh jobs.
--- KEYS: 1 wait, 2 active, 3 delayed, 4 marker, 5 jobs, 6 counter, 7 due
+-- does not queue behind a backlog of fresh jobs. It also reads the
+-- operator's flags: a paused queue (see pause) hands out no job, but its
+-- due jobs are still promoted, so that none is late when it resumes; and
+-- the count of running jobs cancelled (see cancel) goes back to the
+-- worker, which renews its leases at once when it changed, and so learns
+-- whether one of its jobs was cancelled.
+-- KEYS: 1 wait, 2 active, 3 delayed, 4 marker, 5 jobs, 6 counter, 7 due,
+--       8 control
 -- ARGV: 1 how many (at most 1000 are taken), 2 lease ms
 -- Returns {now_us, next_due_ms (-1: none delayed; -2: not looked up, the
--- batch was full), id1, token1, record1, id2, ...}; a record's attempts
--- count includes the attempt just started.
+-- batch was full), cancels, id1, token1, record1, id2, ...}; a record's
+-- attempts count includes the attempt just started.
 --
 -- include: num now_us promote_due next_due wake
 local us = now_us()
 local now = math.floor(us / 1000)
 promote_due(KEYS[3], KEYS[7], now)
-local out = {num(us), 0}
+local control = redis.call('HMGET', KEYS[8], 'paused', 'cancels')
+local out = {num(us), 0, control[2] or 0}
 -- At most 1000 a call, so every variadic call below stays far inside
 -- Lua's stack limit; the host asks for no more.
 local n = math.min(tonumber(ARGV[1]), 1000)
+if control[1] then
+  n = 0 -- paused
+end
 -- more: whether either list may still hold jobs after this call (a list
 -- that gave fewer than asked is empty, and needs no LLEN).
 local more = false

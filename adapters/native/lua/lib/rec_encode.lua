@@ -5,7 +5,8 @@
 -- the job's lease ("" while no attempt runs); max: the job's own cap (0:
 -- the worker's rule); created, finished: server ms ("" until finished);
 -- ftok: the token of the reservation that last finished an attempt (""
--- before); the three strings carry their byte length, the ones an attempt
+-- before; '0' and a token once an operator cancelled the job, see
+-- cancel.lua); the three strings carry their byte length, the ones an attempt
 -- changes first; the payload is the rest. The Go side (record.go) reads the
 -- same layout.
 local function rec_encode(r)

@@ -1,0 +1,206 @@
+package native
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Operator actions. Each is one atomic script, safe while workers run: it
+// finds the job where it is at that instant and acts only if the action
+// applies there. An unknown job is an error wrapping [ErrNotFound]; a job
+// in another state (one that moved meanwhile included) a [*StateError],
+// which matches [ErrWrongState]; either way nothing changed.
+
+// RetryOptions says how [Queue.Retry] and [Queue.RetryFailed] send failed
+// jobs back.
+type RetryOptions struct {
+	// ResetAttempts starts the job's attempts afresh: it gets its full
+	// MaxAttempts again. Without it the job keeps the attempts it used, so
+	// a job that failed because it ran out of them runs once more, and
+	// fails for good if that run fails too.
+	ResetAttempts bool
+}
+
+// Retry sends the failed job id back to run: it leaves the failed set for
+// the back of the wait list, its attempts kept or reset as o says, its
+// last error kept until its next attempt ends. This is also how a
+// cancelled job runs again. (asynq calls this running an archived task;
+// River, BullMQ and Sidekiq retrying a job.)
+func (q *Queue) Retry(ctx context.Context, id string, o RetryOptions) error {
+	k := q.keys
+	res, err := q.act(ctx, scriptRetry, "retry", id, []string{k.jobs, k.wait, k.marker, k.active, k.delayed, k.failed, k.completed},
+		id, boolArg(o.ResetAttempts))
+	if err != nil {
+		return err
+	}
+	return q.refused("retry", id, res, "failed")
+}
+
+// A FailedFilter picks failed jobs for [Queue.RetryFailed] by their name
+// and last error. Each field is a glob matched against the whole text:
+// '*' matches any run of bytes, '?' one byte, and '\' makes the next byte
+// literal ("email.*", "*connection refused*"). An empty field matches
+// every job; with both set, a job must match both.
+type FailedFilter struct {
+	// Name is matched against the job's name.
+	Name string
+	// Error is matched against the job's last error.
+	Error string
+}
+
+// retryStep is the most failed jobs one step of RetryFailed reads, and
+// retryStepBytes about the most bytes of their records: a step's script
+// holds Redis for a millisecond or so, whatever the jobs' sizes. (Tests
+// shrink them.)
+var (
+	retryStep      = 1000
+	retryStepBytes = 4 << 20
+)
+
+// RetryFailed sends every failed job that f matches back to run, the
+// oldest failure first, as [Queue.Retry] sends one, and returns how many
+// it sent. It works in steps of one script each, reading at most 1000
+// jobs (and about 4 MiB of records) per step, so it never holds Redis for
+// long; each step is atomic, the whole is not: jobs that fail after the
+// first step are left alone, and a failed job that another operator
+// retries or deletes meanwhile is simply not counted. When ctx ends
+// between steps, RetryFailed returns what it sent so far with ctx's
+// error.
+func (q *Queue) RetryFailed(ctx context.Context, f FailedFilter, o RetryOptions) (int, error) {
+	for _, p := range []struct{ field, glob string }{{"Name", f.Name}, {"Error", f.Error}} {
+		if strings.IndexByte(p.glob, 0) >= 0 {
+			return 0, fmt.Errorf("native: RetryFailed: FailedFilter.%s %q holds a NUL byte, want a glob without one", p.field, p.glob)
+		}
+	}
+	k := q.keys
+	keys := []string{k.jobs, k.failed, k.wait, k.marker}
+	moved := 0
+	until, score, id := "", "", ""
+	for {
+		if err := ctx.Err(); err != nil {
+			return moved, err
+		}
+		res, err := scriptRetryFailed.Run(ctx, q.rdb, keys, boolArg(o.ResetAttempts), f.Name, f.Error,
+			until, score, id, retryStep, retryStepBytes).Slice()
+		if err != nil {
+			return moved, fmt.Errorf("native: retry failed jobs of queue %q (%d sent back so far): %w", q.name, moved, err)
+		}
+		moved += int(parseInt(res[0]))
+		until = replyString(res[1])
+		if parseInt(res[2]) == 1 {
+			return moved, nil
+		}
+		score, id = replyString(res[3]), replyString(res[4])
+	}
+}
+
+// Delete removes the job id and its record: a waiting, delayed, completed
+// or failed job. A running job is not deleted (a [*StateError]); cancel
+// it first. It returns the state the job was in.
+func (q *Queue) Delete(ctx context.Context, id string) (State, error) {
+	k := q.keys
+	res, err := q.act(ctx, scriptDelete, "delete", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed}, id)
+	if err != nil {
+		return 0, err
+	}
+	if err := q.refused("delete", id, res, "waiting, delayed, completed or failed (cancel a running job instead)"); err != nil {
+		return 0, err
+	}
+	return parseState(res[1]), nil
+}
+
+// RunNow makes the delayed job id due at once, whatever is left of its
+// delay (a retry's backoff, or the delay it was enqueued with): it goes to
+// the back of the due list, which workers take before the wait list, and
+// an idle worker is woken. Its attempts do not change. (BullMQ calls this
+// promoting a job; asynq running a scheduled task.)
+func (q *Queue) RunNow(ctx context.Context, id string) error {
+	k := q.keys
+	res, err := q.act(ctx, scriptRunNow, "run now", id, []string{k.jobs, k.due, k.marker, k.active, k.delayed, k.failed, k.completed}, id)
+	if err != nil {
+		return err
+	}
+	return q.refused("run now", id, res, "delayed")
+}
+
+// Cancel ends the job id for good, in the failed set, marked cancelled
+// ([StoredJob].Cancelled, its last error [ErrCancelled]'s text), and
+// returns the state it was in. A waiting or delayed job never runs again;
+// no worker is involved, so no observer or give-up hook hears of it.
+//
+// A running job leaves the active set at once, and its worker can no
+// longer store the attempt's outcome. The cancel wakes an idle worker and
+// is counted where every reserve reads it; a worker whose reserve sees the
+// count change renews its leases at once, which tells it whether the job
+// was its own. So the worker learns of the cancel within a round trip or
+// two when it is idle or busy fetching jobs, and at the latest at its next
+// lease renewal (a third of [WithLease]) or when it tries to store the
+// outcome. It then cancels the handler's context with cause ErrCancelled
+// and tells its observer that the attempt ended the job, permanent, with
+// error ErrCancelled, and its give-up hook likewise; whatever the handler
+// returns is dropped. A worker that died meanwhile tells no one, and its
+// job stays cancelled.
+//
+// A completed or failed job is not cancelled (a [*StateError]). A
+// cancelled job runs again only if an operator retries it ([Queue.Retry]).
+func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
+	k := q.keys
+	res, err := q.act(ctx, scriptCancel, "cancel", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker},
+		id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost)
+	if err != nil {
+		return 0, err
+	}
+	if err := q.refused("cancel", id, res, "waiting, delayed or active"); err != nil {
+		return 0, err
+	}
+	return parseState(res[1]), nil
+}
+
+// act runs the action script s on job id.
+func (q *Queue) act(ctx context.Context, s *redis.Script, action, id string, keys []string, args ...any) ([]any, error) {
+	if id == "" {
+		return nil, fmt.Errorf("native: %s: the job ID is empty, want the ID of a job of queue %q", action, q.name)
+	}
+	res, err := s.Run(ctx, q.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("native: %s job %q of queue %q: %w", action, id, q.name, err)
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("native: %s job %q of queue %q: the script returned nothing", action, id, q.name)
+	}
+	return res, nil
+}
+
+// refused turns an action script's refusal into its error: -2 an unknown
+// job, -5 a job in a state the action does not apply to (want names those
+// it does).
+func (q *Queue) refused(action, id string, res []any, want string) error {
+	switch parseInt(res[0]) {
+	case -2:
+		return fmt.Errorf("%w (queue %q, ID %q)", ErrNotFound, q.name, id)
+	case -5:
+		return &StateError{Queue: q.name, ID: id, Action: action, State: parseState(res[1]), Want: want}
+	}
+	return nil
+}
+
+// parseState reads a state's name as the scripts answer it.
+func parseState(v any) State {
+	name := replyString(v)
+	for s := StateWaiting; s <= StateFailed; s++ {
+		if s.String() == name {
+			return s
+		}
+	}
+	return 0
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

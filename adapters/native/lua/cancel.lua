@@ -1,0 +1,43 @@
+-- cancel: an operator ends a job for good. A waiting or delayed job leaves
+-- its list or set; a running one leaves the active set, its lease taken
+-- from its worker; either way the job moves to the failed set at once,
+-- its attempts as they are and the cancel's text as its last error. The
+-- record's ftok becomes '0' followed by the token of the reservation that
+-- was running it ('0' alone when none was): no reservation has such a
+-- token, so that worker's outcome is refused like a stale one's, and its
+-- lease renewal (extend) or the refusal tells it that an operator, not a
+-- reclaim, took the job. Cancelling a running job also counts in the
+-- queue's control hash, which every reserve reports (a worker that sees
+-- the count change renews its leases at once), and wakes an idle worker.
+-- KEYS: 1 jobs, 2 wait, 3 due, 4 active, 5 delayed, 6 failed, 7 completed,
+--       8 control, 9 marker
+-- ARGV: 1 id, 2 error text, 3 failed retention ms (> 0), 4 most failed
+--       jobs kept (-1 = no count limit)
+-- Returns {1, state it was in} cancelled; {-2} unknown job; {-5, state}
+-- not cancelled: the job is completed or failed already.
+--
+-- include: num now_us wake rec_head rec_ended job_state trim_finished
+local id = ARGV[1]
+local k = {jobs = KEYS[1], active = KEYS[4], delayed = KEYS[5], failed = KEYS[6], completed = KEYS[7]}
+local state, rec = job_state(k, id)
+if not state then
+  return {-2}
+end
+if state == 'completed' or state == 'failed' then
+  return {-5, state}
+end
+local bar, attempts, tok, max, created = rec_head(rec, id)
+if state == 'active' then
+  redis.call('ZREM', KEYS[4], id)
+  redis.call('HINCRBY', KEYS[8], 'cancels', 1)
+  wake(KEYS[9])
+elseif state == 'delayed' then
+  redis.call('ZREM', KEYS[5], id)
+elseif redis.call('LREM', KEYS[3], 1, id) == 0 then
+  redis.call('LREM', KEYS[2], 1, id)
+end
+local now = math.floor(now_us() / 1000)
+redis.call('HSET', KEYS[1], id, rec_ended(rec, bar, attempts, max, created, num(now), '0' .. tok, ARGV[2], '-'))
+redis.call('ZADD', KEYS[6], num(now), id)
+trim_finished(KEYS[6], KEYS[1], now, tonumber(ARGV[3]), tonumber(ARGV[4]), 1)
+return {1, state}

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+
+	"github.com/rebound-go/rebound/adapters/native"
+	"github.com/rebound-go/rebound/internal/ui"
+)
+
+// uiQueue is a native queue as the ui page's queue view uses it: its
+// operator actions under the names of the view's optional interfaces. Its
+// Name, Counts, Job, Pause, Resume and Paused are the queue's own.
+type uiQueue struct {
+	*native.Queue
+}
+
+// Jobs lists at most limit jobs in state, in the order the page shows
+// them: delayed jobs soonest first (the timeline of upcoming runs),
+// waiting jobs in the order workers take them, active jobs by the lease
+// that runs out first, completed and failed jobs latest first.
+func (q uiQueue) Jobs(ctx context.Context, state native.State, limit int) ([]native.StoredJob, error) {
+	oldest := state == native.StateDelayed || state == native.StateWaiting || state == native.StateActive
+	page, err := q.List(ctx, state, native.ListOptions{Limit: limit, OldestFirst: oldest})
+	return page.Jobs, err
+}
+
+// RetryJob sends a failed job back to run with its attempts counted
+// afresh, as the page's confirmation says.
+func (q uiQueue) RetryJob(ctx context.Context, id string) error {
+	return q.Retry(ctx, id, native.RetryOptions{ResetAttempts: true})
+}
+
+// RunJobNow makes a delayed job due at once.
+func (q uiQueue) RunJobNow(ctx context.Context, id string) error {
+	return q.RunNow(ctx, id)
+}
+
+// DeleteJob deletes a job that is not running.
+func (q uiQueue) DeleteJob(ctx context.Context, id string) error {
+	_, err := q.Delete(ctx, id)
+	return err
+}
+
+var (
+	_ ui.Queue     = uiQueue{}
+	_ ui.JobLister = uiQueue{}
+	_ ui.Retrier   = uiQueue{}
+	_ ui.Runner    = uiQueue{}
+	_ ui.Deleter   = uiQueue{}
+	_ ui.Pauser    = uiQueue{}
+)
