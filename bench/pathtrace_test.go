@@ -29,7 +29,7 @@ const pathTraceEnv = "REBOUND_BENCH_PATHTRACE"
 
 // The native scripts, told apart by their number of keys.
 const (
-	nativeReserveKeys  = 7
+	nativeReserveKeys  = 8
 	nativeFailKeys     = 6
 	nativeCompleteKeys = 3
 )
