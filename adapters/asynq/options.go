@@ -8,6 +8,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/option"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -89,7 +90,7 @@ func WithKindRule(taskType string, rule backoff.Rule) Option {
 		if taskType == "" {
 			return errors.New("reboundasynq: WithKindRule: task type is empty, want an asynq task type")
 		}
-		if err := checkRule(rule); err != nil {
+		if err := option.CheckRule(rule); err != nil {
 			return fmt.Errorf("reboundasynq: WithKindRule(%q): %w", taskType, err)
 		}
 		if r.kinds == nil {

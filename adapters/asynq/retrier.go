@@ -1,7 +1,6 @@
 package reboundasynq
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/option"
 )
 
 // System is the value of [observe.Attempt.System] for asynq tasks.
@@ -51,7 +51,7 @@ const interruptGrace = 2 * time.Second
 // own rule with [WithKindRule]. The rule must come from [backoff.NewRule].
 // A zero Rule or an invalid option is an error.
 func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
-	if err := checkRule(rule); err != nil {
+	if err := option.CheckRule(rule); err != nil {
 		return nil, fmt.Errorf("reboundasynq: %w", err)
 	}
 	r := &Retrier{
@@ -73,13 +73,6 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 	}
 	r.guard = guard.New(r.brk, &r.notify, System)
 	return r, nil
-}
-
-func checkRule(rule backoff.Rule) error {
-	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
-		return errors.New("the rule is the zero backoff.Rule, want one built with backoff.NewRule")
-	}
-	return nil
 }
 
 // Rule returns the default rule: the one applied to task types without a

@@ -8,6 +8,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/option"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -22,7 +23,7 @@ func WithKindRule(kind string, rule backoff.Rule) Option {
 		if kind == "" {
 			return errors.New("reboundriver: WithKindRule: kind is empty, want a River job kind")
 		}
-		if err := checkRule(rule); err != nil {
+		if err := option.CheckRule(rule); err != nil {
 			return fmt.Errorf("reboundriver: WithKindRule(%q): %w", kind, err)
 		}
 		if r.kinds == nil {

@@ -1,7 +1,6 @@
 package reboundriver
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/option"
 )
 
 // System is the value of [observe.Attempt.System] for River jobs.
@@ -61,7 +61,7 @@ var (
 // New returns a Retrier that applies rule to every job kind not given its own
 // rule with [WithKindRule].
 func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
-	if err := checkRule(rule); err != nil {
+	if err := option.CheckRule(rule); err != nil {
 		return nil, fmt.Errorf("reboundriver: %w", err)
 	}
 	r := &Retrier{
@@ -84,13 +84,6 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 	}
 	r.guard = guard.New(r.brk, &r.notify, System)
 	return r, nil
-}
-
-func checkRule(rule backoff.Rule) error {
-	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
-		return errors.New("the rule is the zero backoff.Rule, want one built with backoff.NewRule")
-	}
-	return nil
 }
 
 // Rule returns the rule applied to jobs of the given kind.
