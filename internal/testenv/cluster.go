@@ -62,7 +62,11 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 		}
 		return true
 	})
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 50})
+	// A native worker holds a connection for its wake-up block and one per
+	// handler finishing at once; suites run several workers of concurrency
+	// 16 on one node, more than the client's default pool of 5 per CPU per
+	// node, so size it as a deployment would.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 100})
 	t.Cleanup(func() { _ = cc.Close() })
 	waitFor(t, "the cluster client to see every master", func() bool {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }) == nil
