@@ -71,13 +71,8 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 		now:      time.Now,
 	}
 	r.store = newStore(r.forgotten)
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		if err := opt(r); err != nil {
-			return nil, err
-		}
+	if err := option.Apply(r, opts); err != nil {
+		return nil, err
 	}
 	if err := r.brk.Validate("reboundriver"); err != nil {
 		return nil, err
