@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -250,7 +251,7 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 			close(done)
 		}
 		return nil
-	}, native.WithConcurrency(concurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }))
+	}, native.WithConcurrency(concurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }), nativePrefetch(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -267,6 +268,24 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 	defer cancel()
 	_ = w.Shutdown(sctx)
 	return r
+}
+
+// prefetchEnv, set to a number, is the native worker's WithPrefetch in the
+// throughput rounds (unset: its default), to see what reserving ahead is
+// worth; the report does not set it.
+const prefetchEnv = "REBOUND_BENCH_PREFETCH"
+
+// nativePrefetch returns the worker option prefetchEnv asks for, or nil.
+func nativePrefetch(b *testing.B) native.WorkerOption {
+	v := os.Getenv(prefetchEnv)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s=%q: want a number of jobs", prefetchEnv, v)
+	}
+	return native.WithPrefetch(n)
 }
 
 func benchThroughputAsynq(b *testing.B, concurrency int, delay time.Duration) throughputRound {

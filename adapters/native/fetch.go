@@ -45,7 +45,7 @@ func (w *Worker) fetchLoop() {
 		}
 		outs = w.drainOutcomes(outs)
 	more:
-		for n < min(w.concurrency, reserveBatch) {
+		for n < min(cap(w.slots), reserveBatch) {
 			select {
 			case w.slots <- struct{}{}:
 				n++
@@ -71,7 +71,7 @@ func (w *Worker) fetchLoop() {
 		failures = 0
 		for _, rj := range jobs {
 			w.handlers.Add(1)
-			go w.run(rj)
+			w.dispatch(rj)
 		}
 		if len(jobs) == n {
 			continue
