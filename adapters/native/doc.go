@@ -210,7 +210,8 @@
 // the outcomes that freed slots usually travel in the same pipelined round
 // trip as the reserve that refills them (one complete call and one fail
 // call for up to 128 outcomes, then reserve); outcomes that arrive while
-// that round trip is out go in a batch of their own. Several workers on one
+// that round trip is out wait for the next one (or, when the worker is
+// idle, go in a batch of their own). Several workers on one
 // client need a pool to match (go-redis's ClusterClient defaults to 5 per
 // CPU per node).
 // The blocking call's timeout is kept under the client's ReadTimeout.
