@@ -30,17 +30,30 @@ import (
 // package.
 const bullmqFolder = "bullmq"
 
-var bullmqState struct {
+// bullmqFound is what looking for node and BullMQ found, once.
+type bullmqFound struct {
 	once sync.Once
 	node string
 	why  string
 }
+
+var bullmqState bullmqFound
 
 // bullmqNode returns the node binary, or skips b with the reason BullMQ
 // cannot be measured: node missing or too old, the locked packages not
 // installed (the report installs them with npm ci), or the reason the
 // report gave (bullmq.UnavailableEnv).
 func bullmqNode(b *testing.B) string {
+	b.Helper()
+	s := bullmqNodeState(b)
+	if s.why != "" {
+		b.Skipf("BullMQ not measured: %s", s.why)
+	}
+	return s.node
+}
+
+// bullmqNodeState looks for node and the installed BullMQ once.
+func bullmqNodeState(b *testing.B) *bullmqFound {
 	b.Helper()
 	s := &bullmqState
 	s.once.Do(func() {
@@ -61,10 +74,13 @@ func bullmqNode(b *testing.B) string {
 		s.node = node
 		b.Logf("BullMQ %s on node %s", v, nodeVersion)
 	})
-	if s.why != "" {
-		b.Skipf("BullMQ not measured: %s", s.why)
-	}
-	return s.node
+	return s
+}
+
+// bullmqMissing says why BullMQ cannot run here, or "" when it can.
+func bullmqMissing(b *testing.B) string {
+	b.Helper()
+	return bullmqNodeState(b).why
 }
 
 // A bullmqRun is one run of bench.js.

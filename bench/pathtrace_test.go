@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -70,7 +71,7 @@ func tracePath(b *testing.B, rdb *redis.Client) *pathTrace {
 // scriptName names a native script by its number of keys.
 func scriptName(keys string) string {
 	switch keys {
-	case "7":
+	case strconv.Itoa(nativeReserveKeys):
 		return "reserve"
 	case "6":
 		return "fail"

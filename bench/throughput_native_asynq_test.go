@@ -3,7 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,15 +46,22 @@ type throughputRound struct {
 }
 
 // throughputEngines are the engines compared on a private redis-server,
-// each with one round at a handler count and a retry delay.
+// each with one round at a handler count and a retry delay; skip, when
+// set, says why the engine cannot run here ("" when it can).
 var throughputEngines = []struct {
 	name  string
 	round func(b *testing.B, concurrency int, delay time.Duration) throughputRound
+	skip  func(b *testing.B) string
 }{
-	{"native", benchThroughputNative},
-	{"asynq", benchThroughputAsynq},
-	{"bullmq", benchThroughputBullMQ},
+	{"native", benchThroughputNative, nil},
+	{"asynq", benchThroughputAsynq, nil},
+	{"bullmq", benchThroughputBullMQ, bullmqMissing},
 }
+
+// enginesEnv, set to a comma-separated list of engine names ("native,asynq"),
+// limits the throughput rounds to those engines (a sub-benchmark filter
+// cannot: every engine of a group runs in each round).
+const enginesEnv = "REBOUND_BENCH_ENGINES"
 
 // BenchmarkThroughput measures jobs per second end to end where every job
 // fails once and succeeds on its retry (2 runs per job), with each of
@@ -68,6 +78,13 @@ var throughputEngines = []struct {
 // handlers and a zero delay, tuned as benchThroughputRiver says. asynq
 // promotes retries every DelayedTaskCheckInterval; it is set to 100ms
 // (default 5s) so the interval does not dominate.
+//
+// The engines take turns within each round (native, asynq, BullMQ, then
+// the next round), so that a burst of load from elsewhere on a shared
+// machine hits all of them rather than the one that happened to run then;
+// the native row also reports the median of the per-round ratios to asynq
+// (x-asynq for jobs/s, redis-x-asynq for Redis CPU per job), each taken
+// between two runs that saw about the same load.
 func BenchmarkThroughput(b *testing.B) {
 	for _, d := range throughputDelays {
 		for _, c := range throughputLevels {
@@ -75,13 +92,9 @@ func BenchmarkThroughput(b *testing.B) {
 			if d > 0 {
 				group += "-" + d.String()
 			}
-			for _, e := range throughputEngines {
-				b.Run(group+"/"+e.name, func(b *testing.B) {
-					for b.Loop() {
-						reportThroughput(b, c, d, e.round)
-					}
-				})
-			}
+			b.Run(group, func(b *testing.B) {
+				benchThroughputGroup(b, c, d)
+			})
 		}
 	}
 	b.Run(fmt.Sprintf("c%d/river", throughputConcurrency), func(b *testing.B) {
@@ -91,12 +104,55 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 }
 
-// reportThroughput runs throughputRounds rounds of one engine and reports
-// the medians of their figures.
-func reportThroughput(b *testing.B, concurrency int, delay time.Duration, round func(*testing.B, int, time.Duration) throughputRound) {
-	var jobs, redisUs, workerUs []float64
+// benchThroughputGroup runs throughputRounds rounds at one handler count
+// and retry delay, every engine once per round in turn, then reports each
+// engine's medians under a sub-benchmark of its name.
+func benchThroughputGroup(b *testing.B, concurrency int, delay time.Duration) {
+	var only map[string]bool
+	if v := os.Getenv(enginesEnv); v != "" {
+		only = map[string]bool{}
+		for _, name := range strings.Split(v, ",") {
+			only[strings.TrimSpace(name)] = true
+		}
+	}
+	skipped := map[string]string{}
+	for _, e := range throughputEngines {
+		switch {
+		case only != nil && !only[e.name]:
+			skipped[e.name] = fmt.Sprintf("not in %s", enginesEnv)
+		case e.skip != nil:
+			if why := e.skip(b); why != "" {
+				skipped[e.name] = why
+			}
+		}
+	}
+	results := map[string][]throughputRound{}
 	for range throughputRounds {
-		r := round(b, concurrency, delay)
+		for _, e := range throughputEngines {
+			if skipped[e.name] == "" {
+				results[e.name] = append(results[e.name], e.round(b, concurrency, delay))
+			}
+		}
+	}
+	for _, e := range throughputEngines {
+		b.Run(e.name, func(b *testing.B) {
+			if why := skipped[e.name]; why != "" {
+				b.Skipf("%s not measured: %s", e.name, why)
+			}
+			for b.Loop() {
+			}
+			reportThroughput(b, results[e.name])
+			if e.name == "native" && len(results["asynq"]) == len(results["native"]) {
+				reportRatios(b, results["native"], results["asynq"])
+			}
+		})
+	}
+}
+
+// reportThroughput reports the medians of one engine's rounds.
+func reportThroughput(b *testing.B, rounds []throughputRound) {
+	var jobs, redisUs, workerUs []float64
+	for _, r := range rounds {
 		jobs = append(jobs, r.jobsPerSec)
 		redisUs = append(redisUs, r.redisUsPerJob)
 		workerUs = append(workerUs, r.workerUsPerJob)
@@ -104,7 +160,21 @@ func reportThroughput(b *testing.B, concurrency int, delay time.Duration, round 
 	b.ReportMetric(median(jobs), "jobs/s")
 	b.ReportMetric(median(redisUs), "redis-us/job")
 	b.ReportMetric(median(workerUs), "worker-us/job")
-	b.ReportMetric(float64(throughputRounds), "rounds")
+	b.ReportMetric(float64(len(rounds)), "rounds")
+}
+
+// reportRatios reports the medians of the per-round ratios of native's
+// figures to asynq's (rounds in the order they ran).
+func reportRatios(b *testing.B, native, asynq []throughputRound) {
+	var speed, cpu []float64
+	for i := range native {
+		speed = append(speed, native[i].jobsPerSec/asynq[i].jobsPerSec)
+		cpu = append(cpu, native[i].redisUsPerJob/asynq[i].redisUsPerJob)
+		b.Logf("round %d: native %.0f jobs/s %.1f redis-us/job, asynq %.0f jobs/s %.1f redis-us/job: %.2fx, redis %.2fx",
+			i+1, native[i].jobsPerSec, native[i].redisUsPerJob, asynq[i].jobsPerSec, asynq[i].redisUsPerJob, speed[i], cpu[i])
+	}
+	b.ReportMetric(median(speed), "x-asynq")
+	b.ReportMetric(median(cpu), "redis-x-asynq")
 }
 
 func median(xs []float64) float64 {
@@ -181,7 +251,7 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 			close(done)
 		}
 		return nil
-	}, native.WithConcurrency(concurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }))
+	}, native.WithConcurrency(concurrency), native.WithErrorHandler(func(err error) { b.Logf("worker: %v", err) }), nativePrefetch(b))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -198,6 +268,24 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 	defer cancel()
 	_ = w.Shutdown(sctx)
 	return r
+}
+
+// prefetchEnv, set to a number, is the native worker's WithPrefetch in the
+// throughput rounds (unset: its default), to see what reserving ahead is
+// worth; the report does not set it.
+const prefetchEnv = "REBOUND_BENCH_PREFETCH"
+
+// nativePrefetch returns the worker option prefetchEnv asks for, or nil.
+func nativePrefetch(b *testing.B) native.WorkerOption {
+	v := os.Getenv(prefetchEnv)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		b.Fatalf("%s=%q: want a number of jobs", prefetchEnv, v)
+	}
+	return native.WithPrefetch(n)
 }
 
 func benchThroughputAsynq(b *testing.B, concurrency int, delay time.Duration) throughputRound {

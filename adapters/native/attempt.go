@@ -42,10 +42,113 @@ type runningJob struct {
 	// run was reported to the breaker.
 	pass     guard.Pass
 	reported atomic.Bool
+	// busy is set while the attempt holds one of the worker's handler
+	// places (Worker.busy): from its start until it ends (see freeBusy).
+	busy atomic.Bool
+}
+
+// dispatch starts rj's attempt if a handler is free, or queues it behind
+// the jobs reserved before it (a prefetched job): jobs start in the order
+// they were reserved, which is the queue's order.
+func (w *Worker) dispatch(rj *runningJob) {
+	w.dmu.Lock()
+	if w.hardCtx.Err() != nil {
+		// Past Shutdown's deadline (or abandoned): see startQueued.
+		w.dmu.Unlock()
+		go w.run(rj)
+		return
+	}
+	if w.idle == 0 {
+		w.queued = append(w.queued, rj)
+		w.dmu.Unlock()
+		return
+	}
+	w.idle--
+	w.dmu.Unlock()
+	rj.busy.Store(true)
+	go w.run(rj)
+}
+
+// freeBusy frees rj's handler, once, if it holds one (when its attempt
+// ends, with its slot, or when run returns): the next queued job takes it.
+func (w *Worker) freeBusy(rj *runningJob) {
+	if !rj.busy.CompareAndSwap(true, false) {
+		return
+	}
+	w.dmu.Lock()
+	if len(w.queued) == 0 {
+		w.idle++
+		w.dmu.Unlock()
+		return
+	}
+	next := w.queued[0]
+	w.queued[0] = nil
+	w.queued = w.queued[1:]
+	w.dmu.Unlock()
+	next.busy.Store(true)
+	go w.run(next)
+}
+
+// takeQueued empties the queue of jobs reserved ahead, returning them.
+func (w *Worker) takeQueued() []*runningJob {
+	w.dmu.Lock()
+	defer w.dmu.Unlock()
+	queued := w.queued
+	w.queued = nil
+	return queued
+}
+
+// startQueued starts every queued job at once, handler free or not: once
+// Shutdown's deadline has passed their attempts are put back (see
+// interrupt), and each one's run tells its observer so, as for a job
+// reserved just before the deadline. An abandoned worker (a crash) starts
+// nothing: the jobs keep their leases until they expire.
+func (w *Worker) startQueued() {
+	for _, rj := range w.takeQueued() {
+		if w.abandoned.Load() {
+			w.letGo(rj, true)
+			continue
+		}
+		go w.run(rj)
+	}
+}
+
+// releaseQueued puts back, in one round trip, the jobs reserved ahead that
+// no handler started, once Shutdown has stopped the fetch loop: a worker
+// shutting down leaves new work to other workers. Their attempts did not
+// start, so they do not count (release) and no observer hears of them. If
+// the round trip fails, the leases run out and the reclaim counts the
+// attempts.
+func (w *Worker) releaseQueued() {
+	var mine []*runningJob
+	for _, rj := range w.takeQueued() {
+		if rj.ended.CompareAndSwap(false, true) {
+			mine = append(mine, rj)
+		}
+	}
+	if len(mine) == 0 {
+		return
+	}
+	reqs := make([]*finishReq, len(mine))
+	for i, rj := range mine {
+		reqs[i] = &finishReq{script: scriptRelease, keys: w.q.keys.releaseKeys,
+			args: []any{rj.id, rj.token, keepMeta}, done: make(chan finishRes, 1)}
+	}
+	w.sendBatch(reqs)
+	for i, rj := range mine {
+		out := <-reqs[i].done
+		if err := w.refusal(rj.id, out.res, out.err); err != nil && !errors.Is(err, ErrLeaseLost) {
+			// (A lost lease was a reclaim or a cancel of a job that never
+			// started here: nothing to tell.)
+			w.report(err)
+		}
+		w.letGo(rj, true)
+	}
 }
 
 // run runs one attempt and stores its outcome.
 func (w *Worker) run(rj *runningJob) {
+	defer w.freeBusy(rj)
 	j := rj.job
 	// The handler's context hangs off no parent (a child of hardCtx would
 	// register with it, under its lock, once per job); stopHandlers cancels

@@ -15,6 +15,9 @@ type finishReq struct {
 	keys   []string
 	args   []any
 	done   chan finishRes
+	// freesSlot: its sender frees the attempt's slot right after handing
+	// it over (store does), so the fetch loop may wait for that slot.
+	freesSlot bool
 	// taken is set by whoever sends the call: the fetch loop or finisher
 	// that took it from finishCh, or its own submitter reclaiming it once
 	// the worker's background goroutines have stopped.
@@ -34,9 +37,19 @@ const finisherBatch = 128
 const finishers = 1
 
 // finisher stores the outcomes of attempts that end after the fetch loop
-// stopped, in pipelined batches like the fetch loop's.
+// stopped, in pipelined batches like the fetch loop's. Until then it
+// leaves them to the fetch loop: an outcome that arrives while a reserve is
+// out waits for the next one and rides in its round trip (a handler does
+// not wait for its outcome to be stored before its slot is refilled). Were
+// it to take them as they come, about one outcome batch per reserve would
+// cost a round trip and a script call of its own.
 func (w *Worker) finisher() {
 	defer w.bg.Done()
+	select {
+	case <-w.fetchDone:
+	case <-w.bgStop:
+		return
+	}
 	batch := make([]*finishReq, 0, finisherBatch)
 	for {
 		batch = batch[:0]
@@ -166,8 +179,8 @@ func (w *Worker) answer(s *redis.Script, reqs []*finishReq, args []any, cmd *red
 // finisher) without waiting for its reply. It returns nil when the worker's
 // background goroutines have stopped: the caller then sends the call
 // itself.
-func (w *Worker) post(s *redis.Script, keys []string, args []any) *finishReq {
-	r := &finishReq{script: s, keys: keys, args: args, done: make(chan finishRes, 1)}
+func (w *Worker) post(s *redis.Script, keys []string, args []any, freesSlot bool) *finishReq {
+	r := &finishReq{script: s, keys: keys, args: args, done: make(chan finishRes, 1), freesSlot: freesSlot}
 	select {
 	case <-w.bgStop:
 		return nil
@@ -204,7 +217,7 @@ func (r *finishReq) wait(ctx context.Context, bgStop <-chan struct{}, rdb redis.
 
 // submit posts one outcome call and waits for its reply.
 func (w *Worker) submit(ctx context.Context, s *redis.Script, keys []string, args ...any) ([]any, error) {
-	r := w.post(s, keys, args)
+	r := w.post(s, keys, args, false)
 	if r == nil {
 		return oneReply(s.Run(ctx, w.q.rdb, keys, args...).Slice())
 	}

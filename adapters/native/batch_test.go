@@ -28,7 +28,7 @@ func TestPostedOutcomeSurvivesStop(t *testing.T) {
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("reserve = %d jobs, %v; want 1", len(jobs), err)
 	}
-	r := w.post(scriptComplete, w.completeKeys(), w.completeArgs("a", tokens[0], keepMeta))
+	r := w.post(scriptComplete, w.completeKeys(), w.completeArgs("a", tokens[0], keepMeta), false)
 	if r == nil {
 		t.Fatal("post refused the call while the worker runs")
 	}
@@ -47,7 +47,7 @@ func TestPostedOutcomeSurvivesStop(t *testing.T) {
 	if len(b.order) != 0 {
 		t.Fatalf("a batch took a call its submitter already sent: %d scripts", len(b.order))
 	}
-	if w.post(scriptComplete, nil, nil) != nil {
+	if w.post(scriptComplete, nil, nil, false) != nil {
 		t.Fatal("post accepted a call after the background goroutines stopped")
 	}
 }

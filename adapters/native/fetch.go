@@ -44,8 +44,22 @@ func (w *Worker) fetchLoop() {
 		default:
 		}
 		outs = w.drainOutcomes(outs)
+		if n == 0 && freesSlot(outs) {
+			// Every slot was taken (running or reserved ahead) when the
+			// outcome came, but its handler frees its slot right after
+			// handing the outcome over: wait for that slot, so the outcome
+			// rides with the reserve that refills it instead of taking a
+			// round trip of its own.
+			select {
+			case <-w.stop:
+				w.sendBatch(outs)
+				return
+			case w.slots <- struct{}{}:
+				n = 1
+			}
+		}
 	more:
-		for n < min(w.concurrency, reserveBatch) {
+		for n < min(cap(w.slots), reserveBatch) {
 			select {
 			case w.slots <- struct{}{}:
 				n++
@@ -71,7 +85,7 @@ func (w *Worker) fetchLoop() {
 		failures = 0
 		for _, rj := range jobs {
 			w.handlers.Add(1)
-			go w.run(rj)
+			w.dispatch(rj)
 		}
 		if len(jobs) == n {
 			continue
@@ -101,6 +115,17 @@ func (w *Worker) fetchLoop() {
 		}
 		w.waiting.Store(false)
 	}
+}
+
+// freesSlot reports whether the sender of one of outs frees a slot once it
+// was taken (see finishReq.freesSlot).
+func freesSlot(outs []*finishReq) bool {
+	for _, r := range outs {
+		if r.freesSlot {
+			return true
+		}
+	}
+	return false
 }
 
 // drainOutcomes appends the outcomes waiting to be stored, up to a batch.

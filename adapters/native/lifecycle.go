@@ -20,7 +20,8 @@ func (w *Worker) Start() error {
 		w.bgStop = make(chan struct{})
 		w.hardCtx, w.hardStop = context.WithCancelCause(context.Background())
 		w.fetchDone = make(chan struct{})
-		w.slots = make(chan struct{}, w.concurrency)
+		w.slots = make(chan struct{}, w.concurrency+w.prefetch)
+		w.idle = w.concurrency
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
 		w.renewNow = make(chan struct{}, 1)
@@ -69,6 +70,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.stopOnce.Do(func() { close(w.stop) })
 	w.wakeListener()
 	<-w.fetchDone
+	w.releaseQueued()
 	done := make(chan struct{})
 	go func() { w.handlers.Wait(); close(done) }()
 	var err error
@@ -92,6 +94,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 // that starts later, with cause.
 func (w *Worker) stopHandlers(cause error) {
 	w.hardStop(cause)
+	w.startQueued()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, rj := range w.running {

@@ -24,6 +24,26 @@ func WithConcurrency(n int) WorkerOption {
 	}
 }
 
+// WithPrefetch sets how many jobs the worker reserves ahead of its free
+// handlers (default: as many as its concurrency, at most 100; 0 reserves
+// only for a free handler). A prefetched job holds its lease, renewed
+// like a running job's, and starts as soon as a handler frees up, without
+// waiting for a round trip to Redis; it counts its attempt only when it
+// was reserved, as every job does. Shutdown runs the prefetched jobs like
+// the running ones (within its deadline; past it they go back uncounted).
+// More prefetch keeps handlers busier when round trips are slow (a loaded
+// machine), at the price of jobs waiting on this worker that an idle
+// worker could have run.
+func WithPrefetch(n int) WorkerOption {
+	return func(w *Worker) error {
+		if n < 0 {
+			return fmt.Errorf("native: WithPrefetch: %d is negative, want >= 0 jobs reserved ahead", n)
+		}
+		w.prefetch = n
+		return nil
+	}
+}
+
 // WithLease sets how long a reserved job stays with its worker without a
 // renewal (default 30s). The worker renews every third of it; a job whose
 // worker stops renewing is reclaimed once it expires, and that attempt

@@ -21,7 +21,8 @@ func (w *Worker) store(rj *runningJob, s *redis.Script, keys []string, args []an
 	// the free slot, stores the outcome in the same round trip as the
 	// reserve that refills it. (Concurrency bounds running handlers;
 	// Shutdown still waits for every outcome to be stored.)
-	first := w.post(s, keys, args)
+	first := w.post(s, keys, args, true)
+	w.freeBusy(rj)
 	<-w.slots
 	res, err := w.finish(rj.id, first, func(ctx context.Context) ([]any, error) {
 		return w.submit(ctx, s, keys, args...)
@@ -102,6 +103,7 @@ func (w *Worker) letGo(rj *runningJob, slot bool) {
 	delete(w.running, rj.token)
 	w.mu.Unlock()
 	if slot {
+		w.freeBusy(rj)
 		<-w.slots
 		w.handlers.Done()
 	}

@@ -29,6 +29,7 @@ type Worker struct {
 	kinds       map[string]backoff.Rule // WithKindRule's rules by job name
 	handler     Handler
 	concurrency int
+	prefetch    int // jobs reserved ahead of free handlers; -1 until set (default: concurrency, at most maxDefaultPrefetch)
 	lease       time.Duration
 	reclaim     time.Duration
 	block       time.Duration
@@ -53,7 +54,10 @@ type Worker struct {
 	fetchDone chan struct{}
 	handlers  sync.WaitGroup
 	bg        sync.WaitGroup
-	slots     chan struct{}
+	slots     chan struct{} // one per job held (running or prefetched): concurrency + prefetch
+	dmu       sync.Mutex
+	idle      int           // handlers free (of concurrency), under dmu
+	queued    []*runningJob // reserved jobs waiting for a handler, in order, under dmu
 	wake      chan struct{}
 	listenReq chan struct{}
 	finishCh  chan *finishReq
@@ -85,6 +89,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	w := &Worker{
 		q: q, rule: rule, handler: h,
 		concurrency: 10,
+		prefetch:    -1,
 		lease:       30 * time.Second,
 		idlePoll:    time.Second,
 		shutdown:    10 * time.Second,
@@ -100,6 +105,9 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		return nil, err
 	}
 	w.guard = guard.New(w.brk, &w.notify, System)
+	if w.prefetch < 0 {
+		w.prefetch = min(w.concurrency, maxDefaultPrefetch)
+	}
 	if w.reclaim == 0 {
 		w.reclaim = min(w.lease/2, 5*time.Second)
 	}
@@ -107,6 +115,10 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	w.block = blockTimeout(q.rdb)
 	return w, nil
 }
+
+// maxDefaultPrefetch caps the default prefetch: jobs beyond it would wait
+// on this worker longer than the round trip they save.
+const maxDefaultPrefetch = 100
 
 // blockTimeout picks the wake-up block: long enough to be cheap, shorter
 // than the client's read timeout so a quiet queue is not a network error.
