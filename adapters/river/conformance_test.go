@@ -359,14 +359,26 @@ func TestConformancePostgres(t *testing.T) {
 	conformance.Run(t, postgresHarness(testPoll, postgresLateness))
 }
 
-// TestConformanceSQLite runs the suite on SQLite. Under the race detector the
-// pure-Go SQLite driver is an order of magnitude slower and retries on a
-// shared 2-core machine ran up to 6 s late, which says nothing about the
-// adapter; there the test skips unless REBOUND_RIVER_SQLITE_RACE=1. Run it
-// without -race (CI: a separate step) for the real check.
+// TestConformanceSQLite runs the suite on SQLite. Under the race detector
+// the pure-Go SQLite driver is an order of magnitude slower: retries on a
+// shared 2-core machine ran up to 4 s late, and the whole suite, whose
+// waits grow with the declared lateness, took over 10 minutes. So under
+// -race the test skips unless REBOUND_RIVER_SQLITE_RACE=1, and then
+// declares sqliteRaceLateness. CI sets it for the checks of the hostile,
+// lifecycle, concurrency and bookkeeping classes (a -run filter), and runs
+// the whole suite a second time without -race, where the lateness bound is
+// the one measured.
 func TestConformanceSQLite(t *testing.T) {
-	if raceEnabled && os.Getenv("REBOUND_RIVER_SQLITE_RACE") != "1" {
-		t.Skip("SQLite conformance timing is meaningless under -race; run without -race or set REBOUND_RIVER_SQLITE_RACE=1")
+	lateness := sqliteLateness
+	if raceEnabled {
+		if os.Getenv("REBOUND_RIVER_SQLITE_RACE") != "1" {
+			t.Skip("the whole suite on SQLite under -race takes over 10 minutes; run it without -race, or set REBOUND_RIVER_SQLITE_RACE=1 (with a -run filter for the checks you want)")
+		}
+		lateness = sqliteRaceLateness
 	}
-	conformance.Run(t, sqliteHarness(testPoll, sqliteLateness))
+	conformance.Run(t, sqliteHarness(testPoll, lateness))
 }
+
+// sqliteRaceLateness is the lateness the SQLite harness declares under the
+// race detector.
+const sqliteRaceLateness = 5 * time.Second
