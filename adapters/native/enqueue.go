@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // enqueueOptions collects what an [EnqueueOption] sets.
@@ -88,9 +90,16 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if err != nil {
 		return "", err
 	}
+	// Two scripts, so that the common case, a job to run at once, carries
+	// no key and no helper of the delayed path.
 	k := q.keys
-	res, err := scriptEnqueue.Run(ctx, q.rdb,
-		[]string{k.jobs, k.wait, k.delayed, k.marker, k.counter}, j.args()...).Int64()
+	var cmd *redis.Cmd
+	if j.delayUs > 0 {
+		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker, k.counter}, j.args()...)
+	} else {
+		cmd = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.name, j.maxAttempts, j.meta)
+	}
+	res, err := cmd.Int64()
 	if err != nil {
 		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
 	}
@@ -134,9 +143,9 @@ func (q *Queue) prepare(payload []byte, opts []EnqueueOption) (preparedJob, erro
 // argCount is how many script arguments one job takes (see args).
 const argCount = 6
 
-// args are the job's arguments to the enqueue scripts, in their order: ID,
-// payload, name, max attempts (0: the worker's rule), delay in
-// microseconds, packed metadata.
+// args are the job's arguments to the enqueue_delayed and enqueue_many
+// scripts, in their order: ID, payload, name, max attempts (0: the
+// worker's rule), delay in microseconds, packed metadata.
 func (j *preparedJob) args() []any {
 	return j.appendArgs(make([]any, 0, argCount))
 }
