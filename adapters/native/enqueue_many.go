@@ -49,9 +49,9 @@ const (
 // Every job is checked first, as Enqueue checks it (payload size, options),
 // and one invalid job fails the whole call before anything is stored: the
 // error names the job's index and wraps what Enqueue would have returned
-// (a [*PayloadTooLargeError], say), and the results are nil. A batch that
-// is empty (or nil) stores nothing, costs no round trip and returns empty
-// results.
+// (a [*PayloadTooLargeError], say), and the results are nil; so does a nil
+// ctx. A batch that is empty (or nil) stores nothing, costs no round trip
+// and returns empty results.
 //
 // When Redis fails (or ctx ends) during the call, EnqueueMany stops and
 // returns that error together with the results: the jobs of the calls that
@@ -59,6 +59,9 @@ const (
 // not be stored, so give jobs IDs ([WithID]) to make a retry of the whole
 // batch safe: the ones already stored then come back as [ErrJobExists].
 func (q *Queue) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]EnqueueResult, error) {
+	if ctx == nil {
+		return nil, fmt.Errorf("native: EnqueueMany on queue %q: ctx is nil, want a context.Context (context.Background() for none)", q.name)
+	}
 	prepared := make([]preparedJob, len(jobs))
 	for i, jp := range jobs {
 		j, err := q.prepare(jp.Payload, jp.Options)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/internal/testenv"
@@ -29,6 +30,7 @@ var enqueueManyTests = []struct {
 	{"WorkerRunsAll", testManyWorkerRunsAll},
 	{"Empty", testManyEmpty},
 	{"Cancelled", testManyCancelled},
+	{"NilContext", testManyNilContext},
 	{"BadJob", testManyBadJob},
 	{"Chunks", testManyChunks},
 	{"PayloadLimit", testManyPayloadLimit},
@@ -221,46 +223,113 @@ func testManyDelayed(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 }
 
-// A worker runs every job of a batch once, the delayed ones included.
+// A worker that is idle, blocked on the wake-up marker, is woken by a
+// batch and runs every job of it once: a batch of jobs to run at once, then
+// a batch of delayed jobs.
 func testManyWorkerRunsAll(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	q := newQueue(t, rdb, prefix, "many-run")
 	var mu sync.Mutex
 	runs := map[string]int{}
-	startWorker(t, q, fixedRule(t, time.Millisecond, 1), func(_ context.Context, j *Job) error {
+	w, err := NewWorker(q, fixedRule(t, time.Millisecond, 1), func(_ context.Context, j *Job) error {
 		mu.Lock()
 		runs[string(j.Payload)]++
 		mu.Unlock()
 		return nil
-	}, WithConcurrency(8))
-	const n = 300
-	var jobs []EnqueueParams
-	for i := range n {
-		var opts []EnqueueOption
-		if i%3 == 0 {
-			opts = append(opts, WithDelay(time.Duration(i%50)*time.Millisecond))
+	}, WithConcurrency(8), WithErrorHandler(func(err error) { t.Logf("worker: %v", err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No idle poll within the test: the jobs run only if the batch wakes
+	// the worker.
+	w.idlePoll = time.Hour
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := w.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
 		}
-		jobs = append(jobs, EnqueueParams{Payload: fmt.Appendf(nil, "job-%d", i), Options: opts})
+	})
+	const n = 150
+	total := 0
+	for _, delayed := range []bool{false, true} {
+		idle := time.Now().Add(5 * time.Second)
+		for !w.blocked.Load() {
+			if time.Now().After(idle) {
+				t.Fatal("the worker never went idle")
+			}
+			time.Sleep(time.Millisecond)
+		}
+		var jobs []EnqueueParams
+		for i := range n {
+			var opts []EnqueueOption
+			if delayed {
+				opts = append(opts, WithDelay(time.Duration(1+i%50)*time.Millisecond))
+			}
+			jobs = append(jobs, EnqueueParams{Payload: fmt.Appendf(nil, "job-%v-%d", delayed, i), Options: opts})
+		}
+		if _, err := q.EnqueueMany(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		total += n
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := q.Counts(ctx)
+			if err == nil && c.Completed == int64(total) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("delayed %v: counts %+v, want %d completed", delayed, c, total)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, delayed := range []bool{false, true} {
+		for i := range n {
+			if k := fmt.Sprintf("job-%v-%d", delayed, i); runs[k] != 1 {
+				t.Errorf("%s ran %d times, want once", k, runs[k])
+			}
+		}
+	}
+}
+
+// On a server clock a test sets, a batch's fire times are exactly those
+// Enqueue gives at the same instant: the clock plus the delay, rounded up
+// to the millisecond, never earlier.
+func TestEnqueueManyFireTimes(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	q := newQueue(t, rdb, "rbt", "many-fire")
+	now := time.UnixMilli(1_800_000_000_000).Add(100 * time.Microsecond)
+	m.SetTime(now)
+	delays := []time.Duration{time.Microsecond, 900 * time.Microsecond, 1500 * time.Microsecond, time.Second, 36 * time.Hour}
+	var jobs []EnqueueParams
+	for i, d := range delays {
+		if _, err := q.Enqueue(ctx, nil, WithID(fmt.Sprint("one-", i)), WithDelay(d)); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, EnqueueParams{Options: []EnqueueOption{WithID(fmt.Sprint("many-", i)), WithDelay(d)}})
 	}
 	if _, err := q.EnqueueMany(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := q.Counts(ctx)
-		if err == nil && c.Completed == n {
-			break
+	for i, d := range delays {
+		one, _ := q.Job(ctx, fmt.Sprint("one-", i))
+		many, _ := q.Job(ctx, fmt.Sprint("many-", i))
+		want := now.Add(d).Truncate(time.Millisecond)
+		if want.Before(now.Add(d)) {
+			want = want.Add(time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("counts %+v, want all %d completed", c, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	for i := range n {
-		if k := fmt.Sprintf("job-%d", i); runs[k] != 1 {
-			t.Errorf("%s ran %d times, want once", k, runs[k])
+		if !many.NextFireAt.Equal(want) || !one.NextFireAt.Equal(want) {
+			t.Errorf("delay %s from %s: EnqueueMany fires at %s, Enqueue at %s; want both at %s",
+				d, now.Format(time.RFC3339Nano), many.NextFireAt.Format(time.RFC3339Nano), one.NextFireAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 		}
 	}
 }
@@ -278,6 +347,19 @@ func testManyEmpty(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 	if n := calls.Load(); n != 0 {
 		t.Errorf("%d script calls for empty batches, want 0", n)
+	}
+}
+
+// A nil context is an error, not a panic, and stores nothing.
+func testManyNilContext(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	q := newQueue(t, rdb, prefix, "many-nilctx")
+	var none context.Context
+	res, err := q.EnqueueMany(none, []EnqueueParams{{Payload: []byte("a")}})
+	if err == nil || res != nil || !strings.Contains(err.Error(), "ctx is nil") {
+		t.Errorf("EnqueueMany(nil ctx) = %v, %v; want no results and an error saying ctx is nil", res, err)
+	}
+	if c, _ := q.Counts(context.Background()); c.Waiting != 0 {
+		t.Errorf("%d jobs waiting after a nil-ctx call, want 0", c.Waiting)
 	}
 }
 
