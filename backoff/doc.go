@@ -1,6 +1,18 @@
 // Package backoff is rebound's framework-neutral core: retry policies as
 // immutable values and a pure function from (policy, attempt) to a delay.
 //
+// # Use
+//
+// Build a [Policy] with [Fixed], [Exponential], [Linear] or [Decorrelated],
+// wrap it in jitter with [Jitter], [EqualJitter] or [Proportional], or
+// read one from its text form with [Parse]. [NewRule] adds the attempts
+// cap, and [Rule.Decide] turns a failed attempt into a [Decision]: retry
+// after a delay, or give up. Mark an error with [Permanent] to give up at
+// once, or with [RetryAfter] to wait at least a given time. [Key] keys the
+// jitter by a job's ID. Adapters call Decide; a program rarely does.
+//
+// The guide to the policies and their text form: https://github.com/rebound-go/rebound/blob/main/docs/policies.md
+//
 // # Numbering
 //
 // An attempt is one run of a job. The attempt number passed to [Policy.Delay]

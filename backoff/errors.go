@@ -44,6 +44,8 @@ type RetryAfterError struct {
 	After time.Duration
 }
 
+// Error is the wrapped failure's message followed by " (retry after D)",
+// or "retry after D" alone when Err is nil.
 func (e *RetryAfterError) Error() string {
 	msg := "retry after " + e.After.String()
 	if e.Err != nil {

@@ -84,6 +84,7 @@ type SyntaxError struct {
 	Msg string
 }
 
+// Error names the input, the offset and what was expected there.
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("backoff: parse %q: at offset %d: %s", e.Input, e.Offset, e.Msg)
 }

@@ -1,6 +1,8 @@
 // Package breaker protects a dependency, where package backoff protects a
 // job.
 //
+// The guide, with each adapter's WithBreaker and WithDependency and what observers see: https://github.com/rebound-go/rebound/blob/main/docs/breaker.md
+//
 // Backoff spaces one job's own retries; it does not cap the fleet. When a
 // payment API is down for thirty seconds, every job that needs it keeps
 // failing: ten thousand jobs with full jitter still send thousands of

@@ -3,6 +3,8 @@
 // backend, runs from its own tests, so that "the same schedule and the same
 // attempts cap on every engine" is checked rather than promised.
 //
+// The guide, with the measured lateness of every adapter: https://github.com/rebound-go/rebound/blob/main/docs/conformance.md
+//
 // # Using the suite
 //
 // An adapter's test implements [Harness] and calls [Run]:

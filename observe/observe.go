@@ -4,6 +4,8 @@
 // package implements Observer with OpenTelemetry spans and metrics; tests and
 // users can implement it too.
 //
+// The OpenTelemetry guide shows an observer at work: https://github.com/rebound-go/rebound/blob/main/docs/tracing.md
+//
 // Adapters guarding jobs with a circuit breaker (package breaker) also tell
 // an observer that implements [BreakerObserver] when a dependency's breaker
 // changes state, and report the runs the breaker held back as

@@ -4,6 +4,8 @@
 // the native worker) and each run of each job becomes one span, with the retry
 // decision that followed it, plus a few low-cardinality metrics.
 //
+// The guide, with the attributes, the metrics and a walk through a trace in Jaeger: https://github.com/rebound-go/rebound/blob/main/docs/tracing.md
+//
 // The package is named reboundotel so that it can be imported beside
 // go.opentelemetry.io/otel without an alias.
 //

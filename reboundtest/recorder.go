@@ -3,8 +3,17 @@
 // observer and give-up hook that keeps everything an adapter reports, for a
 // test to read back and assert on without sleeping.
 //
-// Each adapter has its own helper beside it for driving one attempt through
-// the adapter without a running engine; they all report to a Recorder.
+// Pass a Recorder to any adapter's WithObserver, and its GiveUp method to
+// WithGiveUp; read it back with [Recorder.Story] ("1 retry 250ms\n2
+// success"), [Recorder.Last], [Recorder.Job], [Recorder.GiveUps], and assert
+// [Recorder.Problems] is empty.
+//
+// Each adapter has its own kit beside it that runs a handler through the
+// adapter on a clock the test controls and reports to a Recorder:
+// adapters/native/nativetest, adapters/asynq/reboundasynqtest and
+// adapters/river/reboundrivertest.
+//
+// The guide to testing, with an example of each kit: https://github.com/rebound-go/rebound/blob/main/docs/testing.md
 package reboundtest
 
 import (

@@ -3,6 +3,8 @@
 // adapter, a rule per task type if you want one, and observers told what
 // asynq really did.
 //
+// The guide, with the plug-in, the options and a table of asynq's limits: https://github.com/rebound-go/rebound/blob/main/docs/asynq.md
+//
 // # Integration
 //
 // Build one [Retrier] and plug it in twice, on the server's config and on

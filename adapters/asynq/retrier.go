@@ -60,13 +60,8 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 		notify:   notify.Notifier{Prefix: "reboundasynq"},
 		grace:    interruptGrace,
 	}
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		if err := opt(r); err != nil {
-			return nil, err
-		}
+	if err := option.Apply(r, opts); err != nil {
+		return nil, err
 	}
 	if err := r.brk.Validate("reboundasynq"); err != nil {
 		return nil, err

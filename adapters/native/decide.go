@@ -18,7 +18,7 @@ const DefaultFallbackDelay = time.Minute
 // hostile error) is reported and the attempt decided by fallbackDecision.
 // A retry's delay is clamped to MaxDelay, as the fail script applies it.
 func (w *Worker) decide(j *Job, err error) backoff.Decision {
-	rule := w.ruleFor(j.Name)
+	rule := w.RuleFor(j.Name)
 	if j.MaxAttempts > 0 && j.MaxAttempts != rule.MaxAttempts() {
 		if r, rerr := backoff.NewRule(rule.Policy(), j.MaxAttempts); rerr == nil {
 			rule = r
@@ -51,8 +51,13 @@ func (w *Worker) fallbackDecision(j *Job, rule backoff.Rule, err error) backoff.
 	return backoff.Decision{Outcome: backoff.OutcomeRetry, Delay: w.fallback}
 }
 
-// ruleFor returns the rule of jobs named name.
-func (w *Worker) ruleFor(name string) backoff.Rule {
+// Rule returns the worker's default rule: the one applied to job names
+// without a rule of their own ([WithKindRule]).
+func (w *Worker) Rule() backoff.Rule { return w.rule }
+
+// RuleFor returns the rule applied to jobs of the given name ([WithName]):
+// its [WithKindRule] rule, or the default.
+func (w *Worker) RuleFor(name string) backoff.Rule {
 	if r, ok := w.kinds[name]; ok {
 		return r
 	}

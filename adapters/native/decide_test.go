@@ -150,3 +150,23 @@ func TestKindRuleOption(t *testing.T) {
 		}
 	}
 }
+
+func TestRuleFor(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	q, _ := NewQueue(rdb, "q")
+	def, mail := fixedRule(t, time.Second, 3), fixedRule(t, time.Minute, 7)
+	w, err := NewWorker(q, def, func(context.Context, *Job) error { return nil }, WithKindRule("mail", mail))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := w.Rule().String(); got != def.String() {
+		t.Errorf("Rule() = %s, want the default %s", got, def)
+	}
+	if got := w.RuleFor("mail").String(); got != mail.String() {
+		t.Errorf(`RuleFor("mail") = %s, want its own %s`, got, mail)
+	}
+	if got := w.RuleFor("other").String(); got != def.String() {
+		t.Errorf(`RuleFor("other") = %s, want the default %s`, got, def)
+	}
+}

@@ -2,6 +2,8 @@
 // state change is one atomic Lua script, and whose retries are scheduled at
 // the millisecond the backoff policy computed.
 //
+// The guide, with the options, the operator actions and a table of the queue's limits: https://github.com/rebound-go/rebound/blob/main/docs/native.md
+//
 // It is for teams that use neither asynq nor River and want the retry
 // semantics of package backoff end to end on a plain [redis.UniversalClient]
 // (single node, Sentinel or Cluster).

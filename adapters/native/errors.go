@@ -65,6 +65,8 @@ type StateError struct {
 	Want string
 }
 
+// Error says what the action was, the state the job was found in and the
+// states the action applies to.
 func (e *StateError) Error() string {
 	what := fmt.Sprintf("%s job %q of queue %q", e.Action, e.ID, e.Queue)
 	if e.Action == "run now" {
@@ -86,6 +88,7 @@ type PayloadTooLargeError struct {
 	Limit int
 }
 
+// Error says the payload's size and the queue's limit.
 func (e *PayloadTooLargeError) Error() string {
 	return fmt.Sprintf("native: payload is %d bytes, above the queue's limit of %d bytes (raise it with WithMaxPayload)", e.Size, e.Limit)
 }

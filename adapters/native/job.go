@@ -41,7 +41,7 @@ type Handler func(ctx context.Context, job *Job) error
 func (w *Worker) newJob(id string, attempt int, r record) *Job {
 	maxAtt := r.max
 	if maxAtt < 1 {
-		maxAtt = w.ruleFor(r.name).MaxAttempts()
+		maxAtt = w.RuleFor(r.name).MaxAttempts()
 	}
 	return &Job{ID: id, Queue: w.q.name, Name: r.name, Payload: r.payload,
 		Attempt: attempt, MaxAttempts: maxAtt, Metadata: observe.MapCarrier(decodeMeta(r.meta)), storedMeta: r.meta}

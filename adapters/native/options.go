@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/option"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -169,8 +170,8 @@ func WithKindRule(kind string, rule backoff.Rule) WorkerOption {
 		if kind == "" {
 			return errors.New("native: WithKindRule: kind is empty, want a job name")
 		}
-		if rule.Policy() == nil || rule.MaxAttempts() < 1 {
-			return fmt.Errorf("native: WithKindRule(%q): the rule is the zero backoff.Rule, want one built with backoff.NewRule", kind)
+		if err := option.CheckRule(rule); err != nil {
+			return fmt.Errorf("native: WithKindRule(%q): %w", kind, err)
 		}
 		if w.kinds == nil {
 			w.kinds = make(map[string]backoff.Rule)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/internal/option"
 )
 
 // DefaultPrefix is the key prefix used unless [WithPrefix] says otherwise.
@@ -98,13 +100,8 @@ func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Que
 	}
 	q := &Queue{rdb: rdb, name: name, prefix: DefaultPrefix, maxPayload: DefaultMaxPayload,
 		keepFor: 24 * time.Hour, keepMost: 10000, failFor: 7 * 24 * time.Hour, failMost: 10000}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(q); err != nil {
-			return nil, err
-		}
+	if err := option.Apply(q, opts); err != nil {
+		return nil, err
 	}
 	if err := validateNames(q.prefix, name); err != nil {
 		return nil, err

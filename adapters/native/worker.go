@@ -13,6 +13,7 @@ import (
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/option"
 )
 
 // System is the observe.Attempt System this adapter reports.
@@ -78,8 +79,8 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	if h == nil {
 		return nil, errors.New("native: handler is nil, want a Handler")
 	}
-	if rule.Policy() == nil || rule.MaxAttempts() < 1 {
-		return nil, errors.New("native: NewWorker: the rule is the zero backoff.Rule, want one built with backoff.NewRule")
+	if err := option.CheckRule(rule); err != nil {
+		return nil, fmt.Errorf("native: NewWorker: %w", err)
 	}
 	w := &Worker{
 		q: q, rule: rule, handler: h,
@@ -92,13 +93,8 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		notify:      notify.Notifier{Prefix: "native"},
 		fallback:    DefaultFallbackDelay,
 	}
-	for _, o := range opts {
-		if o == nil {
-			continue
-		}
-		if err := o(w); err != nil {
-			return nil, err
-		}
+	if err := option.Apply(w, opts); err != nil {
+		return nil, err
 	}
 	if err := w.brk.Validate("native"); err != nil {
 		return nil, err

@@ -3,6 +3,8 @@
 // attempts cap as every other rebound adapter, with each attempt reported to an
 // [observe.Observer].
 //
+// The guide, with the plug-in, the options and a table of River's limits: https://github.com/rebound-go/rebound/blob/main/docs/river.md
+//
 // # Plugging in
 //
 // One [Retrier] value goes into the user's own river.Config twice: as

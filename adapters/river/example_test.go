@@ -98,8 +98,8 @@ func ExampleWithKindRule() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(retrier.Rule("webhook"))
-	fmt.Println(retrier.Rule("email"))
+	fmt.Println(retrier.RuleFor("webhook"))
+	fmt.Println(retrier.RuleFor("email"))
 	// Output:
 	// fixed(1h) x 24
 	// exponential(1s, 1m) x 5

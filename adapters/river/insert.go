@@ -21,7 +21,7 @@ func (r *Retrier) InsertMany(ctx context.Context, manyParams []*rivertype.JobIns
 		if kind == "" && p.Args != nil {
 			kind = p.Args.Kind()
 		}
-		p.MaxAttempts = attemptsCap(r.Rule(kind))
+		p.MaxAttempts = attemptsCap(r.RuleFor(kind))
 	}
 	return doInner(ctx)
 }

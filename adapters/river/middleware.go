@@ -51,7 +51,7 @@ func (r *Retrier) Work(ctx context.Context, job *rivertype.JobRow, doInner func(
 		// Work is already at it.
 		return doInner(ctx)
 	}
-	rule := r.Rule(job.Kind)
+	rule := r.RuleFor(job.Kind)
 	limit := attemptsCap(rule)
 	job.MaxAttempts = limit
 	carrier := newMetadataCarrier(ctx, job.Metadata)

@@ -31,7 +31,7 @@ func (r *Retrier) NextRetry(job *rivertype.JobRow) (t time.Time) {
 	if t := r.WorkerNextRetry(job); !t.IsZero() {
 		return t
 	}
-	rule := r.Rule(job.Kind)
+	rule := r.RuleFor(job.Kind)
 	src := r.source(job)
 	d := r.decide(rule, job.Attempt, nil, src)
 	delay := d.Delay

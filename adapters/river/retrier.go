@@ -71,13 +71,8 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 		now:      time.Now,
 	}
 	r.store = newStore(r.forgotten)
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		if err := opt(r); err != nil {
-			return nil, err
-		}
+	if err := option.Apply(r, opts); err != nil {
+		return nil, err
 	}
 	if err := r.brk.Validate("reboundriver"); err != nil {
 		return nil, err
@@ -86,8 +81,12 @@ func New(rule backoff.Rule, opts ...Option) (*Retrier, error) {
 	return r, nil
 }
 
-// Rule returns the rule applied to jobs of the given kind.
-func (r *Retrier) Rule(kind string) backoff.Rule {
+// Rule returns the default rule: the one applied to kinds without a rule of
+// their own.
+func (r *Retrier) Rule() backoff.Rule { return r.rule }
+
+// RuleFor returns the rule applied to jobs of the given kind.
+func (r *Retrier) RuleFor(kind string) backoff.Rule {
 	if rule, ok := r.kinds[kind]; ok {
 		return rule
 	}

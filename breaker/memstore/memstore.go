@@ -1,6 +1,8 @@
 // Package memstore keeps circuit breakers in the memory of one process: a
 // [breaker.Store] for tests, examples and single-process workers. Every
 // transition runs under one mutex, on the process's clock.
+//
+// The guide to breakers on every adapter: https://github.com/rebound-go/rebound/blob/main/docs/breaker.md
 package memstore
 
 import (

@@ -3,6 +3,8 @@
 // dependency: the [breaker.Store] for River users, in the database and
 // schema River already uses.
 //
+// The guide to breakers on every adapter: https://github.com/rebound-go/rebound/blob/main/docs/breaker.md
+//
 // Each dependency is one row of the table [Migrate] creates. A transition
 // that changes the circuit runs in one transaction: it locks the row,
 // applies the pure core's transition (package breaker) in Go and writes

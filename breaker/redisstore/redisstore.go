@@ -2,6 +2,8 @@
 // process sees one breaker (and one retry budget) per dependency: the
 // [breaker.Store] for asynq and native users.
 //
+// The guide to breakers on every adapter: https://github.com/rebound-go/rebound/blob/main/docs/breaker.md
+//
 // Each dependency's circuit is one hash, "PREFIX:{DEP}:breaker", and the
 // jobs its breaker deferred a sorted set, "PREFIX:{DEP}:deferred"; the
 // braces are a Redis Cluster hash tag, so both sit in one slot and the

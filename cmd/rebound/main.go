@@ -1,5 +1,10 @@
 // Command rebound shows a retry policy at a glance: the schedule one job
-// follows, and where a cohort of jobs that failed together retries.
+// follows, and where a cohort of jobs that failed together retries. From a
+// Redis or PostgreSQL URL it also shows the fleet's shared circuit breakers,
+// and a native queue's jobs, which it can retry, run now, delete, cancel or
+// pause.
+//
+// The guide, with sample output of every command: https://github.com/rebound-go/rebound/blob/main/docs/cli.md
 //
 // Usage:
 //

@@ -201,7 +201,7 @@ func newRiver[TTx any](driver riverdriver.Driver[TTx], schema string, rule backo
 	river.AddWorker(workers, &quickWorker{rec: rec})
 	client, err := river.NewClient(driver, &river.Config{
 		RetryPolicy:       r,
-		Middleware:        []rivertype.Middleware{r},
+		Plugins:           []rivertype.Plugin{r},
 		Workers:           workers,
 		Queues:            map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 10}},
 		FetchPollInterval: riverPoll,

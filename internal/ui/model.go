@@ -139,4 +139,5 @@ type PolicyError struct {
 	Caret string `json:"caret"`
 }
 
+// Error returns the message.
 func (e *PolicyError) Error() string { return e.Message }

@@ -2,6 +2,8 @@
 // an asynq handler under a rebound rule: "this task failed attempt 2 and its
 // next run is at 00:00:03.750".
 //
+// The guide to testing, with an example of each kit: https://github.com/rebound-go/rebound/blob/main/docs/testing.md
+//
 // asynq offers no way to build a handler's context with task metadata (ID,
 // retry count) outside a server, and reads the wall clock itself. So a
 // [Server] is a real asynq server on an in-process miniredis, with a

@@ -4,6 +4,8 @@
 // and the job runs again at t", without sleeping and without a Redis
 // server:
 //
+// The guide to testing, with an example of each kit: https://github.com/rebound-go/rebound/blob/main/docs/testing.md
+//
 //	w := nativetest.NewWorker(t, rule, handler)
 //	id := w.Enqueue(payload)
 //	ev := w.Next(id)          // attempt 1 has ended

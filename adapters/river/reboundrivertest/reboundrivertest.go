@@ -2,6 +2,8 @@
 // a River worker under a rebound rule, without a running client and without
 // sleeping: "this job failed attempt 2 and its next run is at 12:00:00.750".
 //
+// The guide to testing, with an example of each kit: https://github.com/rebound-go/rebound/blob/main/docs/testing.md
+//
 // A [Worker] wraps River's own test worker (rivertest.Worker), so each
 // attempt runs through River's real executor in the test's transaction,
 // with a [reboundriver.Retrier] installed as that package documents: the
