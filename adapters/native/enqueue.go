@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/internal/option"
 )
 
 // enqueueOptions collects what an [EnqueueOption] sets.
@@ -125,13 +127,8 @@ func (q *Queue) prepare(payload []byte, opts []EnqueueOption) (preparedJob, erro
 		return preparedJob{}, &PayloadTooLargeError{Size: len(payload), Limit: q.maxPayload}
 	}
 	var o enqueueOptions
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		if err := opt(&o); err != nil {
-			return preparedJob{}, err
-		}
+	if err := option.Apply(&o, opts); err != nil {
+		return preparedJob{}, err
 	}
 	if o.id == "" {
 		o.id = newID()
