@@ -36,14 +36,15 @@ type enqueueRound struct {
 }
 
 // enqueuers are the rows of BenchmarkEnqueue, each one round on a fresh
-// private redis-server. A bulk API is one more row: the native queue's bulk
-// enqueue, once it exists, goes here as {"native-bulk", ...}, its round
-// built like benchEnqueueNative with batches of enqueueChunk.
+// private redis-server. Bulk APIs are rows of their own: native-bulk sends
+// Queue.EnqueueMany calls of enqueueChunk jobs, bullmq-addbulk addBulk calls
+// of as many.
 var enqueuers = []struct {
 	name  string
 	round func(*testing.B) enqueueRound
 }{
 	{"native", benchEnqueueNative},
+	{"native-bulk", benchEnqueueNativeBulk},
 	{"asynq", benchEnqueueAsynq},
 	{"bullmq-add", benchEnqueueBullMQ("add")},
 	{"bullmq-addbulk", benchEnqueueBullMQ("addbulk")},
@@ -58,8 +59,9 @@ var enqueuers = []struct {
 // medians of enqueueRounds rounds. Single-job calls come from
 // enqueueParallel producers at once: native Queue.Enqueue and asynq
 // Client.Enqueue from goroutines sharing one client, BullMQ Queue.add from
-// concurrent loops on one connection (bullmq-add); bullmq-addbulk sends
-// Queue.addBulk calls of enqueueChunk jobs, one after another.
+// concurrent loops on one connection (bullmq-add); native-bulk sends
+// Queue.EnqueueMany calls and bullmq-addbulk Queue.addBulk calls of
+// enqueueChunk jobs, one after another.
 func BenchmarkEnqueue(b *testing.B) {
 	for _, e := range enqueuers {
 		b.Run(e.name, func(b *testing.B) {
@@ -113,6 +115,45 @@ func benchEnqueueNative(b *testing.B) enqueueRound {
 			_, err := q.Enqueue(ctx, enqueuePayload)
 			return err
 		})
+	})
+	c, err := q.Counts(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if c.Waiting != int64(enqueueJobs) {
+		b.Fatalf("%d jobs waiting after enqueueing %d", c.Waiting, enqueueJobs)
+	}
+	return r
+}
+
+// benchEnqueueNativeBulk is benchEnqueueNative with the jobs sent in
+// EnqueueMany calls of enqueueChunk, one after another, each call's jobs
+// built in the timed loop.
+func benchEnqueueNativeBulk(b *testing.B) enqueueRound {
+	ctx := context.Background()
+	rdb := privateRedis(b)
+	q, err := native.NewQueue(rdb, "enqueue")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := timeEnqueue(b, rdb, func() error {
+		jobs := make([]native.EnqueueParams, enqueueChunk)
+		for start := 0; start < enqueueJobs; start += enqueueChunk {
+			chunk := jobs[:min(enqueueChunk, enqueueJobs-start)]
+			for i := range chunk {
+				chunk[i] = native.EnqueueParams{Payload: enqueuePayload}
+			}
+			res, err := q.EnqueueMany(ctx, chunk)
+			if err != nil {
+				return err
+			}
+			for _, r := range res {
+				if r.Err != nil {
+					return r.Err
+				}
+			}
+		}
+		return nil
 	})
 	c, err := q.Counts(ctx)
 	if err != nil {

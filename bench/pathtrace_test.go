@@ -149,6 +149,9 @@ func (t *pathTrace) record(start, end time.Time, cs []redis.Cmder) {
 				t.short++
 			}
 		case nativeFailKeys, nativeCompleteKeys:
+			if isEnqueue(c) {
+				continue
+			}
 			outcomes++
 			t.outcomeCalls++
 		}
@@ -164,6 +167,18 @@ func (t *pathTrace) record(start, end time.Time, cs []redis.Cmder) {
 		t.outcomesAlone++
 		t.outcomesAloneRTT = append(t.outcomesAloneRTT, end.Sub(start))
 	}
+}
+
+// isEnqueue reports a call of the native enqueue script, which takes as
+// many keys as complete (jobs, wait, marker) but answers a bare code where
+// complete answers a list per job.
+func isEnqueue(c redis.Cmder) bool {
+	rc, ok := c.(*redis.Cmd)
+	if !ok {
+		return false
+	}
+	_, code := rc.Val().(int64)
+	return code
 }
 
 // log writes the trace per job.

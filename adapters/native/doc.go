@@ -12,6 +12,9 @@
 //
 //	q, err := native.NewQueue(rdb, "emails")
 //	id, err := q.Enqueue(ctx, payload, native.WithDelay(time.Minute))
+//	res, err := q.EnqueueMany(ctx, []native.EnqueueParams{ // up to 1000 jobs a round trip
+//		{Payload: a}, {Payload: b, Options: []native.EnqueueOption{native.WithID("order-7")}},
+//	}) // res[i].ID, res[i].Err (ErrJobExists for a taken ID)
 //
 //	rule, _ := backoff.NewRule(backoff.Must(backoff.Jitter(
 //		backoff.Must(backoff.Exponential(time.Second, time.Hour)))), 10)
@@ -173,7 +176,10 @@
 // # Scripts
 //
 // Each script is an embedded .lua file with one purpose, takes every key in
-// KEYS and every input in ARGV, and is run by SHA: enqueue, reserve (promote
+// KEYS and every input in ARGV, and is run by SHA: enqueue (a job to run
+// at once), enqueue_delayed (a job with a delay), enqueue_many
+// (up to 1000 jobs a call, each checked and stored as enqueue would, with
+// one call per command for the batch), reserve (promote
 // due jobs, then lease up to N with one call per command for the batch),
 // complete (one call for every success in a batch of outcomes, each job
 // checked and stored in turn as if alone), fail (the same batching for

@@ -7,6 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/internal/option"
 )
 
 // enqueueOptions collects what an [EnqueueOption] sets.
@@ -81,34 +85,76 @@ func WithMetadata(m map[string]string) EnqueueOption {
 // Enqueue adds a job with payload to the queue and returns its ID (without
 // [WithID], 128 random bits as 22 characters of unpadded base64url). Without
 // options the job runs as soon as a worker is free, under the worker's rule.
+// To add many jobs at once, [Queue.EnqueueMany] stores up to 1000 of them
+// in one round trip.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
+	j, err := q.prepare(payload, opts)
+	if err != nil {
+		return "", err
+	}
+	// Two scripts, so that the common case, a job to run at once, carries
+	// no key and no helper of the delayed path.
+	k := q.keys
+	var cmd *redis.Cmd
+	if j.delayUs > 0 {
+		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker, k.counter}, j.args()...)
+	} else {
+		cmd = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.name, j.maxAttempts, j.meta)
+	}
+	res, err := cmd.Int64()
+	if err != nil {
+		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
+	}
+	if res == 0 {
+		return "", q.exists(j.id)
+	}
+	return j.id, nil
+}
+
+// A preparedJob is one job to enqueue, checked and ready for the enqueue
+// scripts: what [Queue.Enqueue] and [Queue.EnqueueMany] share.
+type preparedJob struct {
+	id, name, meta string
+	payload        []byte
+	maxAttempts    int
+	delayUs        int64
+}
+
+// prepare checks payload against the queue's limit, applies opts in order
+// (a nil one is skipped) and gives the job its ID.
+func (q *Queue) prepare(payload []byte, opts []EnqueueOption) (preparedJob, error) {
 	if len(payload) > q.maxPayload {
-		return "", &PayloadTooLargeError{Size: len(payload), Limit: q.maxPayload}
+		return preparedJob{}, &PayloadTooLargeError{Size: len(payload), Limit: q.maxPayload}
 	}
 	var o enqueueOptions
-	for _, opt := range opts {
-		if opt == nil {
-			continue
-		}
-		if err := opt(&o); err != nil {
-			return "", err
-		}
+	if err := option.Apply(&o, opts); err != nil {
+		return preparedJob{}, err
 	}
 	if o.id == "" {
 		o.id = newID()
 	}
-	meta := encodeMeta(o.meta)
-	k := q.keys
-	res, err := scriptEnqueue.Run(ctx, q.rdb,
-		[]string{k.jobs, k.wait, k.delayed, k.marker, k.counter},
-		o.id, payload, o.name, o.maxAttempts, ceilMicros(o.delay), meta).Slice()
-	if err != nil {
-		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
-	}
-	if code, _ := res[0].(int64); code == 0 {
-		return "", fmt.Errorf("%w (queue %q, ID %q)", ErrJobExists, q.name, o.id)
-	}
-	return o.id, nil
+	return preparedJob{id: o.id, name: o.name, meta: encodeMeta(o.meta), payload: payload,
+		maxAttempts: o.maxAttempts, delayUs: ceilMicros(o.delay)}, nil
+}
+
+// argCount is how many script arguments one job takes (see args).
+const argCount = 6
+
+// args are the job's arguments to the enqueue_delayed and enqueue_many
+// scripts, in their order: ID, payload, name, max attempts (0: the
+// worker's rule), delay in microseconds, packed metadata.
+func (j *preparedJob) args() []any {
+	return j.appendArgs(make([]any, 0, argCount))
+}
+
+// appendArgs appends the job's arguments (see args) to dst.
+func (j *preparedJob) appendArgs(dst []any) []any {
+	return append(dst, j.id, j.payload, j.name, j.maxAttempts, j.delayUs, j.meta)
+}
+
+// exists is the error of a job whose ID the queue already holds.
+func (q *Queue) exists(id string) error {
+	return fmt.Errorf("%w (queue %q, ID %q)", ErrJobExists, q.name, id)
 }
 
 // newID returns a random 128-bit ID in unpadded base64url: 22 characters

@@ -7,7 +7,9 @@ import (
 
 var (
 	// ErrJobExists is returned by [Queue.Enqueue] when a job with the
-	// requested ID already exists in the queue.
+	// requested ID already exists in the queue, and wrapped by the
+	// [EnqueueResult] of such a job of [Queue.EnqueueMany] (or of a job
+	// repeating the ID of an earlier one of the same call).
 	ErrJobExists = errors.New("native: a job with this ID already exists in the queue")
 	// ErrNotFound is returned for a job ID the queue does not know (never
 	// enqueued, or a completed job dropped by retention).
@@ -77,7 +79,8 @@ func (e *StateError) Error() string {
 func (e *StateError) Is(target error) bool { return target == ErrWrongState }
 
 // PayloadTooLargeError is returned by [Queue.Enqueue] for a payload above
-// the queue's limit (see [WithMaxPayload]).
+// the queue's limit (see [WithMaxPayload]), and wrapped by the error of a
+// [Queue.EnqueueMany] call one of whose jobs has such a payload.
 type PayloadTooLargeError struct {
 	// Size is the payload's size in bytes.
 	Size int

@@ -73,3 +73,39 @@ func ExampleWithMaxPayload() {
 	// Output:
 	// native: payload is 4096 bytes, above the queue's limit of 1024 bytes (raise it with WithMaxPayload)
 }
+
+// Three jobs in one round trip, one of them delayed; the fourth repeats an
+// ID of the batch and is refused with ErrJobExists while the others are
+// stored.
+func ExampleQueue_EnqueueMany() {
+	srv, _ := miniredis.Run()
+	defer srv.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	defer rdb.Close()
+	ctx := context.Background()
+
+	q, err := native.NewQueue(rdb, "emails")
+	if err != nil {
+		panic(err)
+	}
+	res, err := q.EnqueueMany(ctx, []native.EnqueueParams{
+		{Payload: []byte("welcome"), Options: []native.EnqueueOption{native.WithID("mail-1")}},
+		{Payload: []byte("receipt"), Options: []native.EnqueueOption{native.WithID("mail-2")}},
+		{Payload: []byte("reminder"), Options: []native.EnqueueOption{native.WithID("mail-3"), native.WithDelay(time.Hour)}},
+		{Payload: []byte("welcome again"), Options: []native.EnqueueOption{native.WithID("mail-1")}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, r := range res {
+		fmt.Println(r.ID, r.Err == nil, errors.Is(r.Err, native.ErrJobExists))
+	}
+	c, _ := q.Counts(ctx)
+	fmt.Println("waiting", c.Waiting, "delayed", c.Delayed)
+	// Output:
+	// mail-1 true false
+	// mail-2 true false
+	// mail-3 true false
+	// mail-1 false true
+	// waiting 2 delayed 1
+}

@@ -66,15 +66,17 @@ func script(name string) *redis.Script {
 
 // The scripts, one purpose each. Every key they touch is passed in KEYS.
 var (
-	scriptEnqueue  = script("enqueue")
-	scriptReserve  = script("reserve")
-	scriptComplete = script("complete")
-	scriptFail     = script("fail")
-	scriptPromote  = script("promote")
-	scriptReclaim  = script("reclaim")
-	scriptExtend   = script("extend")
-	scriptRelease  = script("release")
-	scriptDefer    = script("defer")
+	scriptEnqueue        = script("enqueue")
+	scriptEnqueueDelayed = script("enqueue_delayed")
+	scriptEnqueueMany    = script("enqueue_many")
+	scriptReserve        = script("reserve")
+	scriptComplete       = script("complete")
+	scriptFail           = script("fail")
+	scriptPromote        = script("promote")
+	scriptReclaim        = script("reclaim")
+	scriptExtend         = script("extend")
+	scriptRelease        = script("release")
+	scriptDefer          = script("defer")
 
 	// Operator actions (list.go, actions.go, pause.go).
 	scriptListSorted  = script("list_sorted")
