@@ -76,9 +76,11 @@ func scriptName(keys string) string {
 	case "6":
 		return "fail"
 	case "3":
-		return "complete"
+		return "complete/enqueue"
+	case "4":
+		return "enqueue_delayed"
 	case "5":
-		return "enqueue"
+		return "enqueue_many"
 	case "2":
 		return "extend/reclaim"
 	}
