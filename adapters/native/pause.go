@@ -7,12 +7,11 @@ import (
 
 // Pause stops the queue's workers from taking jobs, until [Queue.Resume]:
 // a worker's reserve hands out nothing while the queue is paused. Jobs
-// that are running go on, finish and store their outcomes as usual, and so
-// do the few a worker had reserved ahead of its free handlers
-// ([WithPrefetch]);
-// enqueues go on too, and retries and delayed jobs still become due on
-// time (workers keep promoting them), so nothing is lost and nothing is
-// late when the queue resumes. Pausing a paused queue changes nothing. It
+// that are running go on, finish and store their outcomes as usual, and
+// so do the few a worker had reserved ahead of its free handlers
+// ([WithPrefetch]); enqueues go on too, and retries and delayed jobs still
+// become due on time (workers keep promoting them), so nothing is lost and
+// nothing is late when the queue resumes. Pausing a paused queue changes nothing. It
 // is the queue's state in Redis, so it holds for every worker, and for
 // workers started later, until resumed.
 func (q *Queue) Pause(ctx context.Context) error {
