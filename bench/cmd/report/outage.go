@@ -77,7 +77,7 @@ func (r *report) writeOutage(m *md) {
 	m.p("**recovery to empty backlog** runs from the recovery to the last job's end; **peak calls/s**")
 	m.p("is the most calls in any one second from the recovery until the backlog was empty, against")
 	m.p("the breaker budget's rate (its floor over one minus its share of the successes); **lost** the")
-	m.p("jobs neither completed nor exhausted at the end. Targets: calls while down at most 2% of plain")
+	m.p("jobs neither completed nor exhausted at the end. Targets: calls while down at most 2%% of plain")
 	m.p("full jitter's, none exhausted, peak at most 1.2x the budget, none lost.")
 	m.p("")
 	m.WriteString(r.outage.Markdown())

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/rebound-go/rebound/bench/outage"
 )
 
 const sample = `goos: linux
@@ -89,5 +91,23 @@ func TestShellQuote(t *testing.T) {
 	got := shellJoin([]string{"go", "test", "-run", "^$", "-bench", "^(A|B)$"})
 	if want := `go test -run '^$' -bench '^(A|B)$'`; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestOutageSectionHasNoFormatErrors renders the outage section of a run
+// and checks that no text went through a format verb by mistake (a bare %
+// in an intro line once printed "2%!o(MISSING)f").
+func TestOutageSectionHasNoFormatErrors(t *testing.T) {
+	rep := &report{results: parsed(t), command: "go run ./bench/cmd/report"}
+	rep.init()
+	rep.outage = &outage.Report{}
+	var m md
+	rep.writeOutage(&m)
+	text := m.String()
+	if !strings.Contains(text, "at most 2% of plain") {
+		t.Errorf("outage intro lacks its target in words:\n%s", text)
+	}
+	if strings.Contains(text, "%!") {
+		t.Errorf("outage section has a format error:\n%s", text)
 	}
 }
