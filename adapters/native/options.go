@@ -33,7 +33,10 @@ func WithConcurrency(n int) WorkerOption {
 // the running ones (within its deadline; past it they go back uncounted).
 // More prefetch keeps handlers busier when round trips are slow (a loaded
 // machine), at the price of jobs waiting on this worker that an idle
-// worker could have run.
+// worker could have run. For jobs that run for seconds or more, where a
+// round trip is nothing beside the job, use WithPrefetch(0): a job
+// reserved ahead would wait for a handler of this worker to finish while
+// another worker sits idle.
 func WithPrefetch(n int) WorkerOption {
 	return func(w *Worker) error {
 		if n < 0 {
