@@ -161,14 +161,12 @@ func checkBreaker(e *env) {
 	rule := e.rule(backoff.Must(backoff.Fixed(unit)), 8)
 	dep := &dependency{}
 	w := e.newWorker("breaker", rule, newWitness())
-	w.rec.dep = dep
-	w.cfg.KindRules = map[string]backoff.Rule{breakerKind: rule}
-	w.cfg.Breaker = store
-	w.cfg.Dependencies = map[string]string{breakerKind: breakerDep}
-	w.eng = e.h.Start(e.t, w.cfg)
-	if w.eng == nil {
-		e.t.Fatalf("conformance: harness %s: Start returned a nil Engine", e.h.Name())
-	}
+	w.rec.dep = dep // before the engine starts: the handler reads it
+	w.launch(func(c *Config) {
+		c.KindRules = map[string]backoff.Rule{breakerKind: rule}
+		c.Breaker = store
+		c.Dependencies = map[string]string{breakerKind: breakerDep}
+	})
 	if _, ok := w.eng.(KindEngine); !e.need(FeatureKinds, ok, "the Breaker check binds a job kind to the dependency") {
 		return
 	}
