@@ -9,6 +9,19 @@ import (
 	"github.com/rebound-go/rebound/backoff"
 )
 
+// checkSyntaxError fails t unless err, from fn(s), is a *SyntaxError
+// whose offset lies inside s and which names s and a message.
+func checkSyntaxError(t *testing.T, fn, s string, err error) {
+	t.Helper()
+	var se *backoff.SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("%s(%q) error %T, want *SyntaxError", fn, s, err)
+	}
+	if se.Offset < 0 || se.Offset > len(s) || se.Input != s || se.Msg == "" {
+		t.Fatalf("%s(%q): bad SyntaxError %+v", fn, s, se)
+	}
+}
+
 // FuzzParse: no input panics; a failure is a *SyntaxError whose offset lies
 // inside the input; a success prints a text that parses back to an equal
 // policy whose text is the same, and its delays stay in range.
@@ -26,13 +39,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		p, err := backoff.Parse(s)
 		if err != nil {
-			var se *backoff.SyntaxError
-			if !errors.As(err, &se) {
-				t.Fatalf("Parse(%q) error %T, want *SyntaxError", s, err)
-			}
-			if se.Offset < 0 || se.Offset > len(s) || se.Input != s || se.Msg == "" {
-				t.Fatalf("Parse(%q): bad SyntaxError %+v", s, se)
-			}
+			checkSyntaxError(t, "Parse", s, err)
 			return
 		}
 		text := p.String()
@@ -150,13 +157,7 @@ func FuzzParseRule(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		r, err := backoff.ParseRule(s)
 		if err != nil {
-			var se *backoff.SyntaxError
-			if !errors.As(err, &se) {
-				t.Fatalf("ParseRule(%q) error %T, want *SyntaxError", s, err)
-			}
-			if se.Offset < 0 || se.Offset > len(s) || se.Input != s || se.Msg == "" {
-				t.Fatalf("ParseRule(%q): bad SyntaxError %+v", s, se)
-			}
+			checkSyntaxError(t, "ParseRule", s, err)
 			if r != (backoff.Rule{}) {
 				t.Fatalf("ParseRule(%q) returned %v beside its error", s, r)
 			}

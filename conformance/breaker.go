@@ -161,14 +161,12 @@ func checkBreaker(e *env) {
 	rule := e.rule(backoff.Must(backoff.Fixed(unit)), 8)
 	dep := &dependency{}
 	w := e.newWorker("breaker", rule, newWitness())
-	w.rec.dep = dep
-	w.cfg.KindRules = map[string]backoff.Rule{breakerKind: rule}
-	w.cfg.Breaker = store
-	w.cfg.Dependencies = map[string]string{breakerKind: breakerDep}
-	w.eng = e.h.Start(e.t, w.cfg)
-	if w.eng == nil {
-		e.t.Fatalf("conformance: harness %s: Start returned a nil Engine", e.h.Name())
-	}
+	w.rec.dep = dep // before the engine starts: the handler reads it
+	w.launch(func(c *Config) {
+		c.KindRules = map[string]backoff.Rule{breakerKind: rule}
+		c.Breaker = store
+		c.Dependencies = map[string]string{breakerKind: breakerDep}
+	})
 	if _, ok := w.eng.(KindEngine); !e.need(FeatureKinds, ok, "the Breaker check binds a job kind to the dependency") {
 		return
 	}
@@ -350,47 +348,14 @@ func describeChanges(cs []observe.BreakerChange) string {
 	return s
 }
 
-// settleOpen waits until every job of the worker is terminal, within
-// timeout, and returns the states of the jobs it waited for (those not in
-// done).
+// settleOpen waits, within timeout, until every job of the worker not in
+// done is terminal, and returns their states.
 func (w *worker) settleOpen(done map[string]State, timeout time.Duration) map[string]State {
-	states := map[string]State{}
-	deadline := time.Now().Add(timeout)
-	for {
-		pending := 0
-		for _, j := range w.jobList() {
-			if _, ok := done[j.id]; ok {
-				continue
-			}
-			if st, ok := states[j.id]; ok && st != StatePending {
-				continue
-			}
-			st, err := w.eng.State(w.ctx(), j.id)
-			if err != nil {
-				w.errorf("State(%s): %v", j.id, err)
-				st = StatePending
-			}
-			states[j.id] = st
-			if st == StatePending {
-				pending++
-				continue
-			}
-			w.mu.Lock()
-			j.terminalAt = time.Now()
-			w.mu.Unlock()
+	var pending []*job
+	for _, j := range w.jobList() {
+		if _, ok := done[j.id]; !ok {
+			pending = append(pending, j)
 		}
-		if pending == 0 {
-			return states
-		}
-		if !time.Now().Before(deadline) {
-			for _, j := range w.jobList() {
-				if states[j.id] == StatePending {
-					w.errorf("%s is still pending after %d runs and %v of waiting; want every bound job completed once the dependency is back and the breaker closed",
-						j.what(), w.rec.count(j.id), timeout)
-				}
-			}
-			return states
-		}
-		time.Sleep(w.pollInterval())
 	}
+	return w.settleJobs(pending, timeout, "want every bound job completed once the dependency is back and the breaker closed")
 }

@@ -37,18 +37,24 @@ func (w *worker) finished(id string, i int) bool {
 // terminal, or until its budget runs out, and returns the states. A job
 // still pending at the end, or a State error, is a violation.
 func (w *worker) settle() map[string]State {
-	jobs := w.jobList()
 	var timeout time.Duration
 	var pending []*job
-	for _, j := range jobs {
+	for _, j := range w.jobList() {
 		if j.parked == 0 {
 			timeout = max(timeout, w.budget(j))
 			pending = append(pending, j)
 		}
 	}
+	return w.settleJobs(pending, timeout, "want it completed or failed by now")
+}
+
+// settleJobs waits until every job of pending is terminal, or until
+// timeout passes, and returns their states. A job still pending at the
+// end is a violation, saying want; so is a State error.
+func (w *worker) settleJobs(pending []*job, timeout time.Duration, want string) map[string]State {
 	ctx := w.e.t.Context()
 	deadline := time.Now().Add(timeout)
-	states := make(map[string]State, len(jobs))
+	states := make(map[string]State, len(pending))
 	var lastFull time.Time
 	for {
 		// A job whose recorded runs are not all done yet is asked about
@@ -88,8 +94,8 @@ func (w *worker) settle() map[string]State {
 		}
 		if !time.Now().Before(deadline) {
 			for _, j := range pending {
-				w.errorf("%s is still pending after %d runs and %v of waiting; want it completed or failed by now",
-					j.what(), w.rec.count(j.id), timeout)
+				w.errorf("%s is still pending after %d runs and %v of waiting; %s",
+					j.what(), w.rec.count(j.id), timeout, want)
 			}
 			return states
 		}

@@ -69,14 +69,20 @@ type worker struct {
 // changes the Config before Start.
 func (e *env) start(label string, rule backoff.Rule, edit ...func(*Config)) *worker {
 	w := e.newWorker(label, rule, newWitness())
+	w.launch(edit...)
+	return w
+}
+
+// launch starts the engine of a worker built by newWorker; edit changes
+// the Config before Start.
+func (w *worker) launch(edit ...func(*Config)) {
 	for _, f := range edit {
 		f(&w.cfg)
 	}
-	w.eng = e.h.Start(e.t, w.cfg)
+	w.eng = w.e.h.Start(w.e.t, w.cfg)
 	if w.eng == nil {
-		e.t.Fatalf("conformance: harness %s: Start returned a nil Engine", e.h.Name())
+		w.e.t.Fatalf("conformance: harness %s: Start returned a nil Engine", w.e.h.Name())
 	}
-	return w
 }
 
 // newWorker returns a worker not started yet.

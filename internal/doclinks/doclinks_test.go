@@ -92,25 +92,12 @@ func TestReadmeFirstScreen(t *testing.T) {
 // checkFirstScreen reports a set-up command that is missing from the code
 // blocks in the first firstScreen lines of a README.
 func checkFirstScreen(readme string) error {
-	lines := strings.Split(readme, "\n")
-	lines = lines[:min(len(lines), firstScreen)]
 	var code []string
-	fence := ""
-	for _, line := range lines {
-		if f, ok := fenceOf(line); ok {
-			switch {
-			case fence == "":
-				fence = f
-				continue
-			case strings.HasPrefix(f, fence):
-				fence = ""
-				continue
-			}
-		}
-		if fence != "" {
+	walk(readme, func(line string, n int, inCode bool) {
+		if inCode && n <= firstScreen {
 			code = append(code, line)
 		}
-	}
+	})
 	var missing []string
 	for _, cmd := range setUpCommands {
 		found := false
@@ -307,9 +294,9 @@ func fenceOf(line string) (string, bool) {
 	return "", false
 }
 
-// prose calls f with every line of src outside fenced code blocks and its
-// 1-based number.
-func prose(src string, f func(line string, n int)) {
+// walk calls f with every line of src but the fences themselves, its
+// 1-based number, and whether it lies inside a fenced code block.
+func walk(src string, f func(line string, n int, code bool)) {
 	fence := ""
 	for i, line := range strings.Split(src, "\n") {
 		if fc, ok := fenceOf(line); ok {
@@ -322,11 +309,18 @@ func prose(src string, f func(line string, n int)) {
 				continue
 			}
 		}
-		if fence != "" {
-			continue
-		}
-		f(line, i+1)
+		f(line, i+1, fence != "")
 	}
+}
+
+// prose calls f with every line of src outside fenced code blocks and its
+// 1-based number.
+func prose(src string, f func(line string, n int)) {
+	walk(src, func(line string, n int, code bool) {
+		if !code {
+			f(line, n)
+		}
+	})
 }
 
 // links returns the link destinations in Markdown src, outside code.

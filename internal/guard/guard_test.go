@@ -12,26 +12,9 @@ import (
 	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/breaker/memstore"
 	"github.com/rebound-go/rebound/internal/notify"
+	"github.com/rebound-go/rebound/internal/storetest"
 	"github.com/rebound-go/rebound/observe"
 )
-
-// clock is a settable clock shared by a store and a guard.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
 
 // watcher records breaker changes and internal errors.
 type watcher struct {
@@ -64,16 +47,16 @@ func (w *watcher) told() []string {
 
 const rule = "breaker(failures=2, cooldown=fixed(10s), budget=budget(10%, 1/s, 1))"
 
-func setup(t *testing.T, bind map[string]string) (*Guard, *memstore.Store, *clock, *watcher) {
+func setup(t *testing.T, bind map[string]string) (*Guard, *memstore.Store, *storetest.Clock, *watcher) {
 	t.Helper()
-	c := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(storetest.T0)
 	store := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse(rule))}, memstore.Options{Now: c.Now})
 	w := &watcher{}
 	g := newGuard(store, bind, w, c)
 	return g, store, c, w
 }
 
-func newGuard(store breaker.Store, bind map[string]string, w *watcher, c *clock) *Guard {
+func newGuard(store breaker.Store, bind map[string]string, w *watcher, c *storetest.Clock) *Guard {
 	n := &notify.Notifier{Observer: w, OnError: func(err error) {
 		w.mu.Lock()
 		w.errs = append(w.errs, err)
@@ -276,7 +259,7 @@ func (downStore) List(context.Context) ([]breaker.Status, error) { return nil, e
 
 func TestAStoreThatIsDownLetsJobsRun(t *testing.T) {
 	w := &watcher{}
-	g := newGuard(downStore{}, map[string]string{"charge": "payments"}, w, &clock{now: time.Now()})
+	g := newGuard(downStore{}, map[string]string{"charge": "payments"}, w, storetest.NewClock(time.Now()))
 	ctx := context.Background()
 	p := g.Ask(ctx, "charge", "1", false)
 	if p.Deferred() || p.Asked {
@@ -340,7 +323,7 @@ func (s *holdStore) Record(ctx context.Context, dep string, t breaker.Ticket, o 
 // A process whose question finds the breaker open while its own report
 // that opened it is still on its way tells the trip once, as its own.
 func TestOverlappingCallsTellAChangeOnce(t *testing.T) {
-	c := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(storetest.T0)
 	mem := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse(rule))}, memstore.Options{Now: c.Now})
 	store := &holdStore{Store: mem, applied: make(chan struct{}), release: make(chan struct{})}
 	w := &watcher{}
@@ -420,7 +403,7 @@ func TestOverlappingAnswersOutOfOrder(t *testing.T) {
 		{From: breaker.Open, To: breaker.Open},     // 2: a late report, after the trip
 	}}
 	w := &watcher{}
-	g := newGuard(s, map[string]string{"charge": "payments"}, w, &clock{now: time.Now()})
+	g := newGuard(s, map[string]string{"charge": "payments"}, w, storetest.NewClock(time.Now()))
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -443,7 +426,7 @@ func TestOverlappingAnswersOutOfOrder(t *testing.T) {
 // worth of time apart (at the budget's rate), in the order they were held
 // back: this process asks no faster than the budget pays out.
 func TestBudgetDeferralsTakeSlots(t *testing.T) {
-	c := &clock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
+	c := storetest.NewClock(storetest.T0)
 	// 10 tokens a second, and 50% of the successes: 20 a second, 50ms.
 	store := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s), budget=budget(50%, 10/s, 1))"))}, memstore.Options{Now: c.Now})
 	g := newGuard(store, map[string]string{"charge": "payments"}, &watcher{}, c)
