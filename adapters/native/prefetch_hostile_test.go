@@ -117,3 +117,45 @@ func TestCancelPrefetchedJob(t *testing.T) {
 		}
 	})
 }
+
+// Pausing a queue while a worker holds jobs ahead lets those jobs run (they
+// are reserved already) and reserves nothing more until Resume; then the
+// rest run, each job exactly once, none lost.
+func TestPauseWithPrefetchedJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "pause-prefetched")
+		const n, prefetch = 6, 2
+		gate := make(chan struct{})
+		ids, runs := blockedPrefetch(t, q, n, prefetch, gate)
+		if err := q.Pause(ctx); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		held := ids[:1+prefetch]
+		for _, id := range held {
+			waitState(t, q, id, StateCompleted, 5*time.Second)
+		}
+		// Time enough for the (wrong) reservation of another job.
+		time.Sleep(200 * time.Millisecond)
+		c, err := q.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rest := int64(n - len(held)); c.Waiting != rest || c.Active != 0 || c.Completed != int64(len(held)) || !c.Paused {
+			t.Errorf("paused, the held jobs done: counts %+v, want %d completed, %d waiting, none active, paused", c, len(held), rest)
+		}
+		if err := q.Resume(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			waitState(t, q, id, StateCompleted, 5*time.Second)
+		}
+		got := runs()
+		for _, id := range ids {
+			if got[id] != 1 {
+				t.Errorf("job %s ran %d times, want once", id, got[id])
+			}
+		}
+	})
+}
