@@ -14,17 +14,12 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rebound-go/rebound/internal/testenv"
 )
 
 // enqueueManyTests are EnqueueMany's tests. Each runs on the real Redis and
 // miniredis (TestEnqueueMany) and on a three-master Cluster
 // (TestEnqueueManyCluster), each on queues of its own.
-var enqueueManyTests = []struct {
-	name string
-	f    func(t *testing.T, rdb redis.UniversalClient, prefix string)
-}{
+var enqueueManyTests = []backendTest{
 	{"Results", testManyResults},
 	{"Duplicates", testManyDuplicates},
 	{"Delayed", testManyDelayed},
@@ -38,22 +33,9 @@ var enqueueManyTests = []struct {
 	{"PayloadLimit", testManyPayloadLimit},
 }
 
-func TestEnqueueMany(t *testing.T) {
-	for _, c := range enqueueManyTests {
-		t.Run(c.name, func(t *testing.T) {
-			eachBackend(t, c.f)
-		})
-	}
-}
+func TestEnqueueMany(t *testing.T) { runBackends(t, enqueueManyTests) }
 
-func TestEnqueueManyCluster(t *testing.T) {
-	cc := testenv.Cluster(t)
-	for i, c := range enqueueManyTests {
-		t.Run(c.name, func(t *testing.T) {
-			c.f(t, cc, fmt.Sprintf("rbt-many%d", i))
-		})
-	}
-}
+func TestEnqueueManyCluster(t *testing.T) { runCluster(t, enqueueManyTests, "rbt-many") }
 
 // scriptCalls counts the script calls rdb sends from now on. It loads the
 // enqueue_many script first, so that no call is a NOSCRIPT miss and its
