@@ -23,6 +23,13 @@ type runningJob struct {
 	cancel  context.CancelCauseFunc
 	ctx     context.Context
 	attempt observe.Attempt
+	// Under Worker.mu, for an operator's cancel that comes before the
+	// handler's context is set (see Worker.cancelled): claimed is set by
+	// run before it tells the observer the attempt started; cancelAtStart
+	// by a cancel that finds the job claimed but its context not yet set
+	// (run then ends the attempt itself); skip by a cancel that finds it
+	// not claimed (the cancel told the observer; run starts nothing).
+	claimed, cancelAtStart, skip bool
 	// meta is the metadata as packed once the observer was told the
 	// attempt started, for an attempt ended without its handler (timed
 	// out) while the handler may still be writing Metadata; keepMeta when
@@ -153,6 +160,18 @@ func (w *Worker) run(rj *runningJob) {
 	// The handler's context hangs off no parent (a child of hardCtx would
 	// register with it, under its lock, once per job); stopHandlers cancels
 	// it instead, and a job that starts after that is cancelled here.
+	w.mu.Lock()
+	skip := rj.skip
+	rj.claimed = true
+	w.mu.Unlock()
+	if skip {
+		// Cancelled by an operator before it started: the cancel told the
+		// observer, and the handler never runs.
+		if rj.ended.CompareAndSwap(false, true) {
+			w.letGo(rj, true)
+		}
+		return
+	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	hctx := ctx // the handler's: ctx, with the attempt's deadline if any
@@ -174,7 +193,13 @@ func (w *Worker) run(rj *runningJob) {
 	if w.hardCtx.Err() != nil {
 		cancel(context.Cause(w.hardCtx))
 	}
+	cancelled := rj.cancelAtStart
 	w.mu.Unlock()
+	if cancelled {
+		// An operator cancelled it while the observer was told it started.
+		cancel(ErrCancelled)
+		w.notify.Ended(octx, a, cancelledResult)
+	}
 	if rj.ended.Load() {
 		// Shutdown put the job back before its handler started: the
 		// observer was told it started, so tell it how it ended.

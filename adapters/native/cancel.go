@@ -24,21 +24,34 @@ func (w *Worker) cancelled(rj *runningJob) {
 	}
 	w.mu.Lock()
 	ctx, a := rj.ctx, rj.attempt
-	started := rj.cancel != nil
-	if started {
+	switch {
+	case rj.cancel != nil:
 		rj.cancel(ErrCancelled)
-	}
-	w.mu.Unlock()
-	if !started {
-		// Cancelled between its reservation and its start: run skips the
-		// handler.
+	case rj.claimed:
+		// run is telling the observer the attempt started: it ends it too.
+		rj.cancelAtStart = true
+		w.mu.Unlock()
+		return
+	default:
+		// Cancelled between its reservation and its start (a job reserved
+		// ahead): run skips it, so the observer hears of the attempt here,
+		// its start and its end.
+		rj.skip = true
 		j := rj.job
-		ctx = context.Background()
 		a = observe.Attempt{System: System, Queue: w.q.name, JobID: j.ID, Kind: j.Name,
 			Number: j.Attempt, MaxAttempts: j.MaxAttempts, Carrier: j.Metadata}
+		ctx = nil
 	}
-	w.notify.Ended(ctx, a, observe.Result{Err: ErrCancelled, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}})
+	w.mu.Unlock()
+	if ctx == nil {
+		ctx = w.notify.Started(context.Background(), a)
+	}
+	w.notify.Ended(ctx, a, cancelledResult)
 }
+
+// cancelledResult is the end of an attempt an operator cancelled: it ended
+// the job, permanent, with ErrCancelled.
+var cancelledResult = observe.Result{Err: ErrCancelled, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}
 
 // cancelledByOperator reports whether rj's attempt, whose outcome was
 // refused as stale, was ended by an operator's cancel rather than a

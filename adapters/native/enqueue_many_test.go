@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,21 +14,17 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/rebound-go/rebound/internal/testenv"
 )
 
 // enqueueManyTests are EnqueueMany's tests. Each runs on the real Redis and
 // miniredis (TestEnqueueMany) and on a three-master Cluster
 // (TestEnqueueManyCluster), each on queues of its own.
-var enqueueManyTests = []struct {
-	name string
-	f    func(t *testing.T, rdb redis.UniversalClient, prefix string)
-}{
+var enqueueManyTests = []backendTest{
 	{"Results", testManyResults},
 	{"Duplicates", testManyDuplicates},
 	{"Delayed", testManyDelayed},
 	{"WorkerRunsAll", testManyWorkerRunsAll},
+	{"LongestDelay", testManyLongestDelay},
 	{"Empty", testManyEmpty},
 	{"Cancelled", testManyCancelled},
 	{"NilContext", testManyNilContext},
@@ -36,22 +33,9 @@ var enqueueManyTests = []struct {
 	{"PayloadLimit", testManyPayloadLimit},
 }
 
-func TestEnqueueMany(t *testing.T) {
-	for _, c := range enqueueManyTests {
-		t.Run(c.name, func(t *testing.T) {
-			eachBackend(t, c.f)
-		})
-	}
-}
+func TestEnqueueMany(t *testing.T) { runBackends(t, enqueueManyTests) }
 
-func TestEnqueueManyCluster(t *testing.T) {
-	cc := testenv.Cluster(t)
-	for i, c := range enqueueManyTests {
-		t.Run(c.name, func(t *testing.T) {
-			c.f(t, cc, fmt.Sprintf("rbt-many%d", i))
-		})
-	}
-}
+func TestEnqueueManyCluster(t *testing.T) { runCluster(t, enqueueManyTests, "rbt-many") }
 
 // scriptCalls counts the script calls rdb sends from now on. It loads the
 // enqueue_many script first, so that no call is a NOSCRIPT miss and its
@@ -331,6 +315,52 @@ func TestEnqueueManyFireTimes(t *testing.T) {
 			t.Errorf("delay %s from %s: EnqueueMany fires at %s, Enqueue at %s; want both at %s",
 				d, now.Format(time.RFC3339Nano), many.NextFireAt.Format(time.RFC3339Nano), one.NextFireAt.Format(time.RFC3339Nano), want.Format(time.RFC3339Nano))
 		}
+	}
+}
+
+// A batch job delayed by the largest time.Duration waits MaxDelay, never
+// less, and never runs at once by overflow: a worker runs the job enqueued
+// beside it to run at once, and leaves it delayed.
+func testManyLongestDelay(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "many-longest")
+	before, err := rdb.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := q.EnqueueMany(ctx, []EnqueueParams{
+		{Payload: []byte("far"), Options: []EnqueueOption{WithID("far"), WithDelay(math.MaxInt64)}},
+		{Payload: []byte("now"), Options: []EnqueueOption{WithID("now")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	var mu sync.Mutex
+	var ran []string
+	startWorker(t, q, fixedRule(t, time.Millisecond, 1), func(_ context.Context, j *Job) error {
+		mu.Lock()
+		ran = append(ran, j.ID)
+		mu.Unlock()
+		return nil
+	})
+	waitState(t, q, "now", StateCompleted, 5*time.Second)
+	far, err := q.Job(ctx, "far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if far.State != StateDelayed || far.NextFireAt.Before(before.Add(MaxDelay)) {
+		t.Errorf("job delayed by math.MaxInt64: %v, due %s; want delayed, due no sooner than MaxDelay from %s",
+			far.State, far.NextFireAt.Format(time.RFC3339Nano), before.Format(time.RFC3339Nano))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran[0] != "now" {
+		t.Errorf("ran %v, want only the job without delay", ran)
 	}
 }
 

@@ -2,6 +2,7 @@ package native
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,34 @@ func eachBackend(t *testing.T, f func(t *testing.T, rdb redis.UniversalClient, p
 		t.Run(b.name, func(t *testing.T) {
 			rdb, prefix := b.open(t)
 			f(t, rdb, prefix)
+		})
+	}
+}
+
+// backendTest is one test of a table run on every backend
+// (runBackends) and on a three-master Cluster (runCluster), each on queues
+// of its own.
+type backendTest struct {
+	name string
+	f    func(t *testing.T, rdb redis.UniversalClient, prefix string)
+}
+
+// runBackends runs each test of tests on every backend (eachBackend).
+func runBackends(t *testing.T, tests []backendTest) {
+	for _, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			eachBackend(t, c.f)
+		})
+	}
+}
+
+// runCluster runs each test of tests on the test Cluster, test i under the
+// key prefix prefix followed by i.
+func runCluster(t *testing.T, tests []backendTest, prefix string) {
+	cc := testenv.Cluster(t)
+	for i, c := range tests {
+		t.Run(c.name, func(t *testing.T) {
+			c.f(t, cc, fmt.Sprint(prefix, i))
 		})
 	}
 }

@@ -13,17 +13,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
-	"github.com/rebound-go/rebound/internal/testenv"
 	"github.com/rebound-go/rebound/reboundtest"
 )
 
 // operatorTests are the operator actions' tests. Each runs on the real
 // Redis and miniredis (TestOperator) and on a three-master Cluster
 // (TestOperatorCluster), each on queues of its own.
-var operatorTests = []struct {
-	name string
-	f    func(t *testing.T, rdb redis.UniversalClient, prefix string)
-}{
+var operatorTests = []backendTest{
 	{"ListSorted", testListSorted},
 	{"ListTies", testListTies},
 	{"ListWaiting", testListWaiting},
@@ -40,22 +36,9 @@ var operatorTests = []struct {
 	{"ActionsWhileWorkersRun", testActionsWhileWorkersRun},
 }
 
-func TestOperator(t *testing.T) {
-	for _, c := range operatorTests {
-		t.Run(c.name, func(t *testing.T) {
-			eachBackend(t, c.f)
-		})
-	}
-}
+func TestOperator(t *testing.T) { runBackends(t, operatorTests) }
 
-func TestOperatorCluster(t *testing.T) {
-	cc := testenv.Cluster(t)
-	for i, c := range operatorTests {
-		t.Run(c.name, func(t *testing.T) {
-			c.f(t, cc, fmt.Sprintf("rbt-op%d", i))
-		})
-	}
-}
+func TestOperatorCluster(t *testing.T) { runCluster(t, operatorTests, "rbt-op") }
 
 // failJob enqueues a job named name (with opts) and fails its first
 // attempt for good with text errText, through the worker's own fail

@@ -18,8 +18,7 @@
 --
 -- include: num now_us wake rec_head rec_ended job_state trim_finished
 local id = ARGV[1]
-local k = {jobs = KEYS[1], active = KEYS[4], delayed = KEYS[5], failed = KEYS[6], completed = KEYS[7]}
-local state, rec = job_state(k, id)
+local state, rec = job_state(id)
 if not state then
   return {-2}
 end

@@ -8,8 +8,7 @@
 --
 -- include: job_state
 local id = ARGV[1]
-local k = {jobs = KEYS[1], active = KEYS[4], delayed = KEYS[5], failed = KEYS[6], completed = KEYS[7]}
-local state = job_state(k, id)
+local state = job_state(id)
 if not state then
   return {-2}
 end
