@@ -285,7 +285,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot list its jobs", q.Name()))
 		return
 	}
-	state, ok := parseState(v.Get("state"))
+	state, ok := ParseState(v.Get("state"))
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is unknown, want waiting, active, delayed, completed or failed", v.Get("state")))
 		return
@@ -314,7 +314,9 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}{time.Now().UnixMilli(), out})
 }
 
-func parseState(s string) (native.State, bool) {
+// ParseState reads a job state by its name (native.State's String):
+// waiting, active, delayed, completed or failed.
+func ParseState(s string) (native.State, bool) {
 	for st := native.StateWaiting; st <= native.StateFailed; st++ {
 		if st.String() == s {
 			return st, true

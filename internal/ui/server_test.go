@@ -380,8 +380,8 @@ func TestShellQuote(t *testing.T) {
 		"fixed(1s)":    "'fixed(1s)'",
 		"tenant/job:7": "tenant/job:7",
 	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
