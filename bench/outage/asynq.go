@@ -107,10 +107,8 @@ func runAsynq(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err := srv.Start(mux); err != nil {
 		return err
 	}
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	}
-	srv.Shutdown()
-	return nil
+	return untilStop(ctx, stop, func(context.Context) error {
+		srv.Shutdown() // asynq's own timeout: Config.ShutdownTimeout
+		return nil
+	})
 }

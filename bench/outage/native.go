@@ -103,11 +103,5 @@ func runNative(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return w.Shutdown(sctx)
+	return untilStop(ctx, stop, w.Shutdown)
 }
