@@ -459,6 +459,7 @@ func (f *fakeQueue) Counts(context.Context) (native.Counts, error) {
 			c.Failed++
 		}
 	}
+	c.Paused = f.paused
 	return c, nil
 }
 
@@ -526,12 +527,6 @@ func (f *fakeQueue) Resume(context.Context) error {
 	f.mu.Unlock()
 	return nil
 }
-func (f *fakeQueue) Paused(context.Context) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.paused, nil
-}
-
 func (f *fakeQueue) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -55,11 +55,11 @@ type Deleter interface {
 }
 
 // Pauser is implemented by a queue whose workers can be paused: a paused
-// queue hands out no jobs until it is resumed.
+// queue hands out no jobs until it is resumed. Its Counts reports whether
+// it is paused (native.Counts.Paused).
 type Pauser interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
-	Paused(ctx context.Context) (bool, error)
 }
 
 // Features a queue reports to the page, by the interfaces it implements.
@@ -192,13 +192,9 @@ func (s *Server) sample(ctx context.Context) snapshot {
 		c, err := q.Counts(cctx)
 		if err == nil {
 			qs.Counts = &countsJSON{c.Waiting, c.Active, c.Delayed, c.Completed, c.Failed}
-			if p, ok := q.(Pauser); ok {
-				paused, perr := p.Paused(cctx)
-				if perr == nil {
-					qs.Paused = &paused
-				} else {
-					err = perr
-				}
+			if _, ok := q.(Pauser); ok {
+				paused := c.Paused // read with the counts, in one round trip
+				qs.Paused = &paused
 			}
 		}
 		cancel()
