@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -87,20 +86,12 @@ func BenchmarkEnqueue(b *testing.B) {
 // both sides spent on it.
 func timeEnqueue(b *testing.B, rdb *redis.Client, add func() error) enqueueRound {
 	b.Helper()
-	stats0 := readCommandStats(b, rdb)
-	redis0, cpu0 := redisCPUSeconds(b, rdb), processCPUSeconds()
-	start := time.Now()
+	clock := startThroughputClock(b, rdb)
 	if err := add(); err != nil {
 		b.Fatal(err)
 	}
-	elapsed := time.Since(start)
-	n := float64(enqueueJobs)
-	defer logCommandStats(b, stats0, readCommandStats(b, rdb), enqueueJobs)
-	return enqueueRound{
-		jobsPerSec:     n / elapsed.Seconds(),
-		redisUsPerJob:  (redisCPUSeconds(b, rdb) - redis0) * 1e6 / n,
-		clientUsPerJob: (processCPUSeconds() - cpu0) * 1e6 / n,
-	}
+	r := clock.stop(b, enqueueJobs)
+	return enqueueRound{jobsPerSec: r.jobsPerSec, redisUsPerJob: r.redisUsPerJob, clientUsPerJob: r.workerUsPerJob}
 }
 
 func benchEnqueueNative(b *testing.B) enqueueRound {
