@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -87,56 +86,28 @@ func BenchmarkEnqueue(b *testing.B) {
 // both sides spent on it.
 func timeEnqueue(b *testing.B, rdb *redis.Client, add func() error) enqueueRound {
 	b.Helper()
-	stats0 := readCommandStats(b, rdb)
-	redis0, cpu0 := redisCPUSeconds(b, rdb), processCPUSeconds()
-	start := time.Now()
+	clock := startThroughputClock(b, rdb)
 	if err := add(); err != nil {
 		b.Fatal(err)
 	}
-	elapsed := time.Since(start)
-	n := float64(enqueueJobs)
-	defer logCommandStats(b, stats0, readCommandStats(b, rdb), enqueueJobs)
-	return enqueueRound{
-		jobsPerSec:     n / elapsed.Seconds(),
-		redisUsPerJob:  (redisCPUSeconds(b, rdb) - redis0) * 1e6 / n,
-		clientUsPerJob: (processCPUSeconds() - cpu0) * 1e6 / n,
-	}
+	r := clock.stop(b, enqueueJobs)
+	return enqueueRound{jobsPerSec: r.jobsPerSec, redisUsPerJob: r.redisUsPerJob, clientUsPerJob: r.workerUsPerJob}
 }
 
 func benchEnqueueNative(b *testing.B) enqueueRound {
-	ctx := context.Background()
-	rdb := privateRedis(b)
-	q, err := native.NewQueue(rdb, "enqueue")
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := timeEnqueue(b, rdb, func() error {
+	return nativeEnqueueRound(b, func(ctx context.Context, q *native.Queue) error {
 		return parallel(enqueueJobs, enqueueParallel, func(int) error {
 			_, err := q.Enqueue(ctx, enqueuePayload)
 			return err
 		})
 	})
-	c, err := q.Counts(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if c.Waiting != int64(enqueueJobs) {
-		b.Fatalf("%d jobs waiting after enqueueing %d", c.Waiting, enqueueJobs)
-	}
-	return r
 }
 
 // benchEnqueueNativeBulk is benchEnqueueNative with the jobs sent in
 // EnqueueMany calls of enqueueChunk, one after another, each call's jobs
 // built in the timed loop.
 func benchEnqueueNativeBulk(b *testing.B) enqueueRound {
-	ctx := context.Background()
-	rdb := privateRedis(b)
-	q, err := native.NewQueue(rdb, "enqueue")
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := timeEnqueue(b, rdb, func() error {
+	return nativeEnqueueRound(b, func(ctx context.Context, q *native.Queue) error {
 		jobs := make([]native.EnqueueParams, enqueueChunk)
 		for start := 0; start < enqueueJobs; start += enqueueChunk {
 			chunk := jobs[:min(enqueueChunk, enqueueJobs-start)]
@@ -155,6 +126,19 @@ func benchEnqueueNativeBulk(b *testing.B) enqueueRound {
 		}
 		return nil
 	})
+}
+
+// nativeEnqueueRound is one round of a native row: add, timed, enqueues
+// enqueueJobs jobs to a fresh queue on a private redis-server, and every
+// one of them must be waiting after it.
+func nativeEnqueueRound(b *testing.B, add func(ctx context.Context, q *native.Queue) error) enqueueRound {
+	ctx := context.Background()
+	rdb := privateRedis(b)
+	q, err := native.NewQueue(rdb, "enqueue")
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := timeEnqueue(b, rdb, func() error { return add(ctx, q) })
 	c, err := q.Counts(ctx)
 	if err != nil {
 		b.Fatal(err)

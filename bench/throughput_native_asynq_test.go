@@ -186,7 +186,8 @@ func median(xs []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-// throughputClock reads the CPU both sides spent during a round.
+// throughputClock times a round and reads the CPU both sides (the Redis
+// server, this process) spent during it; the enqueue rounds use it too.
 type throughputClock struct {
 	rdb          *redis.Client
 	redis0, cpu0 float64
@@ -200,14 +201,15 @@ func startThroughputClock(b *testing.B, rdb *redis.Client) *throughputClock {
 	return c
 }
 
-func (c *throughputClock) stop(b *testing.B) throughputRound {
+// stop ends a round of n jobs: its figures per job.
+func (c *throughputClock) stop(b *testing.B, n int) throughputRound {
 	elapsed := time.Since(c.start)
 	r := throughputRound{
-		jobsPerSec:     float64(throughputJobs) / elapsed.Seconds(),
-		redisUsPerJob:  (redisCPUSeconds(b, c.rdb) - c.redis0) * 1e6 / float64(throughputJobs),
-		workerUsPerJob: (processCPUSeconds() - c.cpu0) * 1e6 / float64(throughputJobs),
+		jobsPerSec:     float64(n) / elapsed.Seconds(),
+		redisUsPerJob:  (redisCPUSeconds(b, c.rdb) - c.redis0) * 1e6 / float64(n),
+		workerUsPerJob: (processCPUSeconds() - c.cpu0) * 1e6 / float64(n),
 	}
-	logCommandStats(b, c.stats0, readCommandStats(b, c.rdb), throughputJobs)
+	logCommandStats(b, c.stats0, readCommandStats(b, c.rdb), n)
 	return r
 }
 
@@ -261,7 +263,7 @@ func benchThroughputNative(b *testing.B, concurrency int, delay time.Duration) t
 		b.Fatal(err)
 	}
 	waitDone(b, done, &ok)
-	r := clock.stop(b)
+	r := clock.stop(b, throughputJobs)
 	trace.log(b, throughputJobs)
 	b.StopTimer()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -325,7 +327,7 @@ func benchThroughputAsynq(b *testing.B, concurrency int, delay time.Duration) th
 		b.Fatal(err)
 	}
 	waitDone(b, done, &ok)
-	r := clock.stop(b)
+	r := clock.stop(b, throughputJobs)
 	b.StopTimer()
 	srv.Shutdown()
 	return r

@@ -30,7 +30,7 @@ func (a *Asynq) Name() string { return "asynq" }
 // Retrier's NewTask (headers for precise mode, MaxRetry with room for
 // deferrals), kept an hour once done so that they can be counted.
 func (a *Asynq) Setup(ctx context.Context, s Scenario, mode string) (Spec, error) {
-	a.rdb = redis.NewClient(&redis.Options{Addr: a.Addr, PoolSize: 32})
+	a.rdb = newRedis(a.Addr)
 	a.queue = fmt.Sprintf("rbo-asynq-%s-%d", mode, time.Now().UnixNano())
 	a.prefix = a.queue
 	a.insp = asynq.NewInspectorFromRedisClient(a.rdb)
@@ -73,7 +73,7 @@ func runAsynq(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: sp.Redis, PoolSize: 32})
+	rdb := newRedis(sp.Redis)
 	defer rdb.Close()
 	opts := []reboundasynq.Option{reboundasynq.WithPrecise(), reboundasynq.WithErrorHandler(report("asynq"))}
 	if sp.Guarded() {
@@ -107,10 +107,8 @@ func runAsynq(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err := srv.Start(mux); err != nil {
 		return err
 	}
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	}
-	srv.Shutdown()
-	return nil
+	return untilStop(ctx, stop, func(context.Context) error {
+		srv.Shutdown() // asynq's own timeout: Config.ShutdownTimeout
+		return nil
+	})
 }

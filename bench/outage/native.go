@@ -28,10 +28,9 @@ const nativeQueue = "outage"
 
 // Setup enqueues the jobs under a prefix of the run's own.
 func (n *Native) Setup(ctx context.Context, s Scenario, mode string) (Spec, error) {
-	n.rdb = redis.NewClient(&redis.Options{Addr: n.Addr, PoolSize: 32})
+	n.rdb = newRedis(n.Addr)
 	n.prefix = fmt.Sprintf("rbo-native-%s-%d", mode, time.Now().UnixNano())
-	q, err := native.NewQueue(n.rdb, nativeQueue, native.WithPrefix(n.prefix),
-		native.WithCompletedRetention(time.Hour, -1), native.WithFailedRetention(time.Hour, -1))
+	q, err := openNativeQueue(n.rdb, nativeQueue, n.prefix)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -57,6 +56,20 @@ func (n *Native) Teardown(ctx context.Context) {
 	_ = n.rdb.Close()
 }
 
+// openNativeQueue opens the run's queue as the measuring process and the
+// workers both do: jobs kept an hour once done, so that they can be
+// counted.
+func openNativeQueue(rdb *redis.Client, name, prefix string) (*native.Queue, error) {
+	return native.NewQueue(rdb, name, native.WithPrefix(prefix),
+		native.WithCompletedRetention(time.Hour, -1), native.WithFailedRetention(time.Hour, -1))
+}
+
+// newRedis is a client of the Redis at addr with room for the workers'
+// handlers and the enqueuing goroutines.
+func newRedis(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
+}
+
 // deleteKeys deletes the keys matching pattern.
 func deleteKeys(ctx context.Context, rdb *redis.Client, pattern string) {
 	iter := rdb.Scan(ctx, 0, pattern, 1000).Iterator()
@@ -79,10 +92,9 @@ func runNative(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: sp.Redis, PoolSize: 32})
+	rdb := newRedis(sp.Redis)
 	defer rdb.Close()
-	q, err := native.NewQueue(rdb, sp.Queue, native.WithPrefix(sp.Prefix),
-		native.WithCompletedRetention(time.Hour, -1), native.WithFailedRetention(time.Hour, -1))
+	q, err := openNativeQueue(rdb, sp.Queue, sp.Prefix)
 	if err != nil {
 		return err
 	}
@@ -103,11 +115,5 @@ func runNative(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err := w.Start(); err != nil {
 		return err
 	}
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return w.Shutdown(sctx)
+	return untilStop(ctx, stop, w.Shutdown)
 }

@@ -155,11 +155,5 @@ func runRiver(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	if err := client.Start(ctx); err != nil {
 		return err
 	}
-	select {
-	case <-stop:
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	return client.Stop(sctx)
+	return untilStop(ctx, stop, client.Stop)
 }

@@ -115,6 +115,18 @@ func RunWorker(ctx context.Context, sp Spec, stop <-chan struct{}) error {
 	return fmt.Errorf("outage: unknown engine %q, want native, asynq or river", sp.Engine)
 }
 
+// untilStop waits until stop is closed or ctx ends, then shuts a worker
+// down, giving shutdown 5s.
+func untilStop(ctx context.Context, stop <-chan struct{}, shutdown func(context.Context) error) error {
+	select {
+	case <-stop:
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return shutdown(sctx)
+}
+
 // parallel calls f n times from 16 goroutines, and returns the first
 // error.
 func parallel(ctx context.Context, n int, f func(context.Context) error) error {

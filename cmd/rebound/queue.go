@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/adapters/native"
+	"github.com/rebound-go/rebound/internal/ui"
 )
 
 // The queue command: a native queue's operator actions from the shell, as
@@ -256,7 +257,7 @@ func redisAddrs(rdb redis.UniversalClient) string {
 func (c *queueCall) check(cmd string) string {
 	switch cmd {
 	case "ls":
-		if _, ok := parseState(c.state); !ok {
+		if _, ok := ui.ParseState(c.state); !ok {
 			return fmt.Sprintf("-state %q is unknown, want waiting, active, delayed, completed or failed", c.state)
 		}
 		if c.n < 1 || c.n > native.MaxPageSize {
@@ -278,15 +279,6 @@ func (c *queueCall) check(cmd string) string {
 	return ""
 }
 
-func parseState(s string) (native.State, bool) {
-	for st := native.StateWaiting; st <= native.StateFailed; st++ {
-		if st.String() == s {
-			return st, true
-		}
-	}
-	return 0, false
-}
-
 // now is the Redis server's clock: times a job shows are the server's, so
 // "in 5m" is measured on the same clock.
 func (c *queueCall) now() time.Time {
@@ -304,7 +296,7 @@ func (c *queueCall) out(v any) error {
 }
 
 func (c *queueCall) list() error {
-	state, _ := parseState(c.state)
+	state, _ := ui.ParseState(c.state)
 	page, err := c.q.List(c.ctx, state, native.ListOptions{Limit: c.n, Cursor: c.cursor, OldestFirst: c.oldest})
 	if err != nil {
 		return err
@@ -467,11 +459,11 @@ func (c *queueCall) retry() error {
 	which := "failed jobs"
 	switch {
 	case c.name != "" && c.errPat != "":
-		which = fmt.Sprintf("failed jobs named %s with an error matching %s", shellQuote(c.name), shellQuote(c.errPat))
+		which = fmt.Sprintf("failed jobs named %s with an error matching %s", ui.ShellQuote(c.name), ui.ShellQuote(c.errPat))
 	case c.name != "":
-		which = fmt.Sprintf("failed jobs named %s", shellQuote(c.name))
+		which = fmt.Sprintf("failed jobs named %s", ui.ShellQuote(c.name))
 	case c.errPat != "":
-		which = fmt.Sprintf("failed jobs with an error matching %s", shellQuote(c.errPat))
+		which = fmt.Sprintf("failed jobs with an error matching %s", ui.ShellQuote(c.errPat))
 	}
 	if n == 0 {
 		fmt.Fprintf(c.stdout, "no %s in queue %q\n", which, c.q.Name())
@@ -677,12 +669,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// shellQuote quotes s for a shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@%+=,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

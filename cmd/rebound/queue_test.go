@@ -27,6 +27,18 @@ func queueAt(t *testing.T, rdb redis.UniversalClient, prefix string) *native.Que
 	return q
 }
 
+// sendMail is the test queues' handler: a "bounce" fails for good, a
+// "flaky" fails to be retried, anything else is sent.
+func sendMail(payload []byte) error {
+	switch string(payload) {
+	case "bounce":
+		return backoff.Permanent(errors.New("smtp: 550 5.1.1 mailbox unavailable"))
+	case "flaky":
+		return errors.New("dial tcp 10.0.0.7:25: connect: connection refused")
+	}
+	return nil
+}
+
 // fillQueue puts jobs in every state but active: a completed one, a
 // failed one (permanent), a retry ten minutes away, one enqueued with a
 // delay and a waiting one. Its worker's rule retries after fixed(10m).
@@ -34,15 +46,7 @@ func fillQueue(t *testing.T, q *native.Queue) {
 	t.Helper()
 	ctx := context.Background()
 	rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(10*time.Minute)), 5))
-	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
-		switch string(j.Payload) {
-		case "bounce":
-			return backoff.Permanent(errors.New("smtp: 550 5.1.1 mailbox unavailable"))
-		case "flaky":
-			return errors.New("dial tcp 10.0.0.7:25: connect: connection refused")
-		}
-		return nil
-	})
+	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error { return sendMail(j.Payload) })
 	if err != nil {
 		t.Fatal(err)
 	}

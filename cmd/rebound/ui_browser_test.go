@@ -459,6 +459,7 @@ func (f *fakeQueue) Counts(context.Context) (native.Counts, error) {
 			c.Failed++
 		}
 	}
+	c.Paused = f.paused
 	return c, nil
 }
 
@@ -526,12 +527,6 @@ func (f *fakeQueue) Resume(context.Context) error {
 	f.mu.Unlock()
 	return nil
 }
-func (f *fakeQueue) Paused(context.Context) (bool, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.paused, nil
-}
-
 func (f *fakeQueue) Calls() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -769,13 +764,7 @@ func populate(t *testing.T, rdb *redis.Client, prefix string) {
 	var ran sync.WaitGroup
 	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
 		defer ran.Done()
-		switch string(j.Payload) {
-		case "bounce":
-			return backoff.Permanent(errors.New("smtp: 550 5.1.1 mailbox unavailable"))
-		case "flaky":
-			return errors.New("dial tcp 10.0.0.7:25: connect: connection refused")
-		}
-		return nil
+		return sendMail(j.Payload)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 
 // uiQueue is a native queue as the ui page's queue view uses it: its
 // operator actions under the names of the view's optional interfaces. Its
-// Name, Counts, Job, Pause, Resume and Paused are the queue's own.
+// Name, Counts, Job, Pause and Resume are the queue's own.
 type uiQueue struct {
 	*native.Queue
 }

@@ -122,16 +122,16 @@ func planCommand(policy string, q Query) string {
 	if q.Retries < 1 {
 		return ""
 	}
-	cmd := "rebound plan " + shellQuote(policy) + " -n " + strconv.Itoa(q.Retries)
+	cmd := "rebound plan " + ShellQuote(policy) + " -n " + strconv.Itoa(q.Retries)
 	if q.Key != "" {
-		cmd += " -key " + shellQuote(q.Key)
+		cmd += " -key " + ShellQuote(q.Key)
 	}
 	return cmd + " -from " + q.From.Format(time.RFC3339Nano)
 }
 
 // herdCommand is the rebound herd command line that prints q's herd.
 func herdCommand(policy string, q Query) string {
-	cmd := "rebound herd " + shellQuote(policy)
+	cmd := "rebound herd " + ShellQuote(policy)
 	if q.HerdJobs != defaultHerdJobs {
 		cmd += " -jobs " + strconv.Itoa(q.HerdJobs)
 	}
@@ -144,8 +144,10 @@ func herdCommand(policy string, q Query) string {
 	return cmd
 }
 
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
+// ShellQuote quotes s for a POSIX shell when it needs it: s as it is when
+// it holds only characters no shell treats specially, else in single
+// quotes.
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:@%+=,") == "" {
 		return s
 	}

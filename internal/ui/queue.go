@@ -55,11 +55,11 @@ type Deleter interface {
 }
 
 // Pauser is implemented by a queue whose workers can be paused: a paused
-// queue hands out no jobs until it is resumed.
+// queue hands out no jobs until it is resumed. Its Counts reports whether
+// it is paused (native.Counts.Paused).
 type Pauser interface {
 	Pause(ctx context.Context) error
 	Resume(ctx context.Context) error
-	Paused(ctx context.Context) (bool, error)
 }
 
 // Features a queue reports to the page, by the interfaces it implements.
@@ -192,13 +192,9 @@ func (s *Server) sample(ctx context.Context) snapshot {
 		c, err := q.Counts(cctx)
 		if err == nil {
 			qs.Counts = &countsJSON{c.Waiting, c.Active, c.Delayed, c.Completed, c.Failed}
-			if p, ok := q.(Pauser); ok {
-				paused, perr := p.Paused(cctx)
-				if perr == nil {
-					qs.Paused = &paused
-				} else {
-					err = perr
-				}
+			if _, ok := q.(Pauser); ok {
+				paused := c.Paused // read with the counts, in one round trip
+				qs.Paused = &paused
 			}
 		}
 		cancel()
@@ -285,7 +281,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot list its jobs", q.Name()))
 		return
 	}
-	state, ok := parseState(v.Get("state"))
+	state, ok := ParseState(v.Get("state"))
 	if !ok {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is unknown, want waiting, active, delayed, completed or failed", v.Get("state")))
 		return
@@ -314,7 +310,9 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	}{time.Now().UnixMilli(), out})
 }
 
-func parseState(s string) (native.State, bool) {
+// ParseState reads a job state by its name (native.State's String):
+// waiting, active, delayed, completed or failed.
+func ParseState(s string) (native.State, bool) {
 	for st := native.StateWaiting; st <= native.StateFailed; st++ {
 		if st.String() == s {
 			return st, true

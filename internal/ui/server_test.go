@@ -380,8 +380,8 @@ func TestShellQuote(t *testing.T) {
 		"fixed(1s)":    "'fixed(1s)'",
 		"tenant/job:7": "tenant/job:7",
 	} {
-		if got := shellQuote(in); got != want {
-			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		if got := ShellQuote(in); got != want {
+			t.Errorf("ShellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
 }
@@ -419,6 +419,7 @@ func (q *fakeQueue) Counts(context.Context) (native.Counts, error) {
 			c.Waiting++
 		}
 	}
+	c.Paused = q.paused
 	return c, q.err
 }
 
@@ -469,9 +470,14 @@ func (q *fakeQueue) DeleteJob(_ context.Context, id string) error {
 	q.record("delete " + id)
 	return nil
 }
-func (q *fakeQueue) Pause(context.Context) error          { q.record("pause"); q.paused = true; return nil }
-func (q *fakeQueue) Resume(context.Context) error         { q.record("resume"); q.paused = false; return nil }
-func (q *fakeQueue) Paused(context.Context) (bool, error) { return q.paused, nil }
+func (q *fakeQueue) Pause(context.Context) error  { q.record("pause"); q.setPaused(true); return nil }
+func (q *fakeQueue) Resume(context.Context) error { q.record("resume"); q.setPaused(false); return nil }
+
+func (q *fakeQueue) setPaused(p bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.paused = p
+}
 
 // countsOnly is a queue without optional features, as *native.Queue is
 // today.
@@ -644,15 +650,16 @@ func TestEventStream(t *testing.T) {
 	if first.Queues[1].Error != broken.err.Error() || first.Queues[1].Counts != nil {
 		t.Errorf("a failing queue reports %+v, want its error", first.Queues[1])
 	}
-	// The stream follows the queue.
+	// The stream follows the queue, its pause too.
 	ok.mu.Lock()
 	ok.jobs["w1"] = native.StoredJob{ID: "w1", State: native.StateWaiting}
+	ok.paused = true
 	ok.mu.Unlock()
 	deadline := time.After(10 * time.Second)
 	for {
 		select {
 		case snap := <-events:
-			if snap.Queues[0].Counts.Waiting == 1 {
+			if q := snap.Queues[0]; q.Counts.Waiting == 1 && q.Paused != nil && *q.Paused {
 				// Stopping the server ends the stream.
 				stop()
 				for range events {
@@ -660,7 +667,7 @@ func TestEventStream(t *testing.T) {
 				return
 			}
 		case <-deadline:
-			t.Fatal("the stream never showed the new job")
+			t.Fatal("the stream never showed the new job and the pause")
 		}
 	}
 }

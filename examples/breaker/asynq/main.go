@@ -85,8 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return api.Charge(ctx)
 	})
 
-	fmt.Fprintf(out, "rule %s, %s\nthe payment API is down for %s; %d charges\n", outage.Rule, outage.Breaker, outage.Down, outage.Jobs)
-	api.Start()
+	api.Start(out)
 	client := asynq.NewClientFromRedisClient(rdb)
 	for i := range outage.Jobs {
 		// NewTask: headers (precise mode rides in them) and room in
@@ -100,11 +99,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer srv.Shutdown()
-	if err := watch.Wait(ctx); err != nil {
-		return err
-	}
-	watch.Summary(api)
-	return nil
+	return watch.Finish(ctx, api)
 }
 
 // openRedis connects to url, or to an in-process miniredis when url is empty.

@@ -9,7 +9,7 @@ import (
 )
 
 func TestExample(t *testing.T) {
-	exampletest.Match(t, exampletest.Run(t, run), outage.Story, "the trip, a probe, the close and every charge through")
+	exampletest.Match(t, exampletest.Run(t, run), outage.Story, outage.StoryTold)
 }
 
 func TestExampleRealRedis(t *testing.T) {
@@ -17,5 +17,5 @@ func TestExampleRealRedis(t *testing.T) {
 	queue := "rbt-breaker-" + testenv.Name(t, 20)
 	t.Cleanup(func() { testenv.DeleteKeys(rdb, "asynq:{"+queue+"}*") })
 	exampletest.Match(t, exampletest.Run(t, run, "-redis", "redis://"+testenv.RedisAddr(), "-queue", queue, "-prefix", testenv.Prefix(t, rdb)),
-		outage.Story, "the trip, a probe, the close and every charge through")
+		outage.Story, outage.StoryTold)
 }

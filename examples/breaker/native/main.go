@@ -72,8 +72,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "rule %s, %s\nthe payment API is down for %s; %d charges\n", outage.Rule, outage.Breaker, outage.Down, outage.Jobs)
-	api.Start()
+	api.Start(out)
 	for range outage.Jobs {
 		if _, err := queue.Enqueue(ctx, []byte("order"), native.WithName("charge")); err != nil {
 			return err
@@ -87,11 +86,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		defer cancel()
 		_ = worker.Shutdown(stopCtx)
 	}()
-	if err := watch.Wait(ctx); err != nil {
-		return err
-	}
-	watch.Summary(api)
-	return nil
+	return watch.Finish(ctx, api)
 }
 
 // openRedis connects to url, or to an in-process miniredis when url is empty.

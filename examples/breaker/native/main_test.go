@@ -9,12 +9,12 @@ import (
 )
 
 func TestExample(t *testing.T) {
-	exampletest.Match(t, exampletest.Run(t, run), outage.Story, "the trip, a probe, the close and every charge through")
+	exampletest.Match(t, exampletest.Run(t, run), outage.Story, outage.StoryTold)
 }
 
 func TestExampleRealRedis(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
 	exampletest.Match(t, exampletest.Run(t, run, "-redis", "redis://"+testenv.RedisAddr(), "-prefix", prefix),
-		outage.Story, "the trip, a probe, the close and every charge through")
+		outage.Story, outage.StoryTold)
 }

@@ -140,8 +140,7 @@ func charge[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "rule %s, %s\nthe payment API is down for %s; %d charges\n", outage.Rule, outage.Breaker, outage.Down, outage.Jobs)
-	api.Start()
+	api.Start(out)
 	params := make([]river.InsertManyParams, outage.Jobs)
 	for i := range params {
 		params[i] = river.InsertManyParams{Args: ChargeArgs{Order: fmt.Sprint("order-", i+1)}}
@@ -157,9 +156,5 @@ func charge[TTx any](ctx context.Context, driver riverdriver.Driver[TTx], schema
 		defer cancel()
 		_ = client.Stop(stopCtx)
 	}()
-	if err := watch.Wait(ctx); err != nil {
-		return err
-	}
-	watch.Summary(api)
-	return nil
+	return watch.Finish(ctx, api)
 }

@@ -9,12 +9,12 @@ import (
 )
 
 func TestExample(t *testing.T) {
-	exampletest.Match(t, exampletest.Run(t, run), outage.Story, "the trip, a probe, the close and every charge through")
+	exampletest.Match(t, exampletest.Run(t, run), outage.Story, outage.StoryTold)
 }
 
 func TestExamplePostgres(t *testing.T) {
 	pool := testenv.Postgres(t)
 	schema := testenv.Schema(t, pool)
 	exampletest.Match(t, exampletest.Run(t, run, "-postgres", testenv.PostgresURL(), "-schema", schema),
-		outage.Story, "the trip, a probe, the close and every charge through")
+		outage.Story, outage.StoryTold)
 }

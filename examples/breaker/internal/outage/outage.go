@@ -47,8 +47,10 @@ type API struct {
 	calls, failed int
 }
 
-// Start starts the outage.
-func (a *API) Start() {
+// Start prints the rule, the breaker and the outage the example runs, and
+// starts the outage.
+func (a *API) Start(out io.Writer) {
+	fmt.Fprintf(out, "rule %s, %s\nthe payment API is down for %s; %d charges\n", Rule, Breaker, Down, Jobs)
 	a.mu.Lock()
 	a.start = time.Now()
 	a.mu.Unlock()
@@ -133,6 +135,16 @@ func (w *Watcher) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("the jobs did not all end: %w", ctx.Err())
 	}
+}
+
+// Finish waits until every job succeeded or was given up (see Wait), then
+// prints the outcome.
+func (w *Watcher) Finish(ctx context.Context, api *API) error {
+	if err := w.Wait(ctx); err != nil {
+		return err
+	}
+	w.Summary(api)
+	return nil
 }
 
 // Summary prints the outcome.
