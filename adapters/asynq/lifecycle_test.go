@@ -262,20 +262,7 @@ func TestShutdownInterrupted(t *testing.T) {
 		rec := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 1), WithObserver(rec), WithGiveUp(rec.GiveUp))
 		running := make(chan struct{}, 1)
-		var mu sync.Mutex
-		runs := 0
-		h := func(ctx context.Context, _ *asynq.Task) error {
-			mu.Lock()
-			runs++
-			n := runs
-			mu.Unlock()
-			if n == 1 {
-				running <- struct{}{}
-				<-ctx.Done()
-				return ctx.Err()
-			}
-			return nil
-		}
+		h := blockFirstRun(running)
 		c := miniRedis(t)
 		s := start(t, c, "q", r, h, serverOpts{shutdown: 500 * time.Millisecond})
 		id := s.enqueue(t, nil, map[string]string{"h": "1"}, asynq.MaxRetry(10), asynq.Retention(time.Hour))
@@ -315,20 +302,7 @@ func TestCancelProcessingTruth(t *testing.T) {
 				jit := backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(8 * time.Second))))
 				r := mustNew(t, mustRule(t, jit, 3), opts...)
 				running := make(chan struct{}, 1)
-				var mu sync.Mutex
-				runs := 0
-				h := func(ctx context.Context, _ *asynq.Task) error {
-					mu.Lock()
-					runs++
-					n := runs
-					mu.Unlock()
-					if n == 1 {
-						running <- struct{}{}
-						<-ctx.Done()
-						return ctx.Err()
-					}
-					return nil
-				}
+				h := blockFirstRun(running)
 				s := start(t, miniRedis(t), "q", r, h, serverOpts{})
 				id := s.enqueue(t, nil, map[string]string{"h": "1"}, asynq.MaxRetry(10), asynq.Retention(time.Hour))
 				w := watchRetries(t, s, id)
