@@ -27,7 +27,6 @@ func keyOf(t *asynq.Task, n int) flightKey {
 type flight struct {
 	mu   sync.Mutex
 	runs map[flightKey][]*run
-	n    int
 }
 
 func (f *flight) add(ru *run) {
@@ -37,7 +36,6 @@ func (f *flight) add(ru *run) {
 		f.runs = make(map[flightKey][]*run)
 	}
 	f.runs[ru.key] = append(f.runs[ru.key], ru)
-	f.n++
 }
 
 func (f *flight) remove(ru *run) {
@@ -48,7 +46,6 @@ func (f *flight) remove(ru *run) {
 	if i < 0 {
 		return
 	}
-	f.n--
 	if len(list) == 1 {
 		delete(f.runs, ru.key)
 		return
@@ -92,5 +89,9 @@ func (f *flight) find(t *asynq.Task, n int) *run {
 func (f *flight) len() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.n
+	n := 0
+	for _, list := range f.runs {
+		n += len(list)
+	}
+	return n
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,6 +163,21 @@ func (s *server) waitState(t testing.TB, id string, want asynq.TaskState, limit 
 			t.Fatalf("task %s is %s after %v, want %s", id, got, limit, want)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// blockFirstRun returns a handler whose first run signals running, then
+// waits for its context to end and returns the context's error; every
+// later run succeeds.
+func blockFirstRun(running chan<- struct{}) func(context.Context, *asynq.Task) error {
+	var runs atomic.Int64
+	return func(ctx context.Context, _ *asynq.Task) error {
+		if runs.Add(1) == 1 {
+			running <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
 	}
 }
 

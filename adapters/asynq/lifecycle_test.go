@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -199,12 +200,9 @@ func TestTimeoutTruth(t *testing.T) {
 				}
 				jit := backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(4 * time.Second))))
 				r := mustNew(t, mustRule(t, jit, 3), opts...)
-				var mu sync.Mutex
-				runs := 0
+				var runs atomic.Int64
 				h := func(ctx context.Context, _ *asynq.Task) error {
-					mu.Lock()
-					runs++
-					mu.Unlock()
+					runs.Add(1)
 					time.Sleep(1500 * time.Millisecond) // past the 1s timeout
 					return tc.ret(ctx)
 				}
@@ -215,11 +213,9 @@ func TestTimeoutTruth(t *testing.T) {
 				waitFor(t, 10*time.Second, "three ended attempts", func() bool { return ended(rec, id, 3) })
 				time.Sleep(5 * time.Second) // a phantom run would be reported by now
 
-				mu.Lock()
-				if runs != 3 {
-					t.Errorf("handler ran %d times, want 3", runs)
+				if n := runs.Load(); n != 3 {
+					t.Errorf("handler ran %d times, want 3", n)
 				}
-				mu.Unlock()
 				evs := rec.Job(id)
 				if len(evs) != 3 {
 					t.Fatalf("observer heard %d attempts, want 3:\n%s", len(evs), rec.Story(id))
@@ -262,20 +258,7 @@ func TestShutdownInterrupted(t *testing.T) {
 		rec := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, time.Second), 1), WithObserver(rec), WithGiveUp(rec.GiveUp))
 		running := make(chan struct{}, 1)
-		var mu sync.Mutex
-		runs := 0
-		h := func(ctx context.Context, _ *asynq.Task) error {
-			mu.Lock()
-			runs++
-			n := runs
-			mu.Unlock()
-			if n == 1 {
-				running <- struct{}{}
-				<-ctx.Done()
-				return ctx.Err()
-			}
-			return nil
-		}
+		h := blockFirstRun(running)
 		c := miniRedis(t)
 		s := start(t, c, "q", r, h, serverOpts{shutdown: 500 * time.Millisecond})
 		id := s.enqueue(t, nil, map[string]string{"h": "1"}, asynq.MaxRetry(10), asynq.Retention(time.Hour))
@@ -315,20 +298,7 @@ func TestCancelProcessingTruth(t *testing.T) {
 				jit := backoff.Must(backoff.Jitter(backoff.Must(backoff.Fixed(8 * time.Second))))
 				r := mustNew(t, mustRule(t, jit, 3), opts...)
 				running := make(chan struct{}, 1)
-				var mu sync.Mutex
-				runs := 0
-				h := func(ctx context.Context, _ *asynq.Task) error {
-					mu.Lock()
-					runs++
-					n := runs
-					mu.Unlock()
-					if n == 1 {
-						running <- struct{}{}
-						<-ctx.Done()
-						return ctx.Err()
-					}
-					return nil
-				}
+				h := blockFirstRun(running)
 				s := start(t, miniRedis(t), "q", r, h, serverOpts{})
 				id := s.enqueue(t, nil, map[string]string{"h": "1"}, asynq.MaxRetry(10), asynq.Retention(time.Hour))
 				w := watchRetries(t, s, id)
@@ -378,12 +348,9 @@ func TestCancelLastAttempt(t *testing.T) {
 				rec := &reboundtest.Recorder{}
 				r := mustNew(t, mustRule(t, fixed(t, time.Second), 1), WithObserver(rec), WithGiveUp(rec.GiveUp))
 				running := make(chan struct{}, 2)
-				runs := 0
-				var mu sync.Mutex
+				var runs atomic.Int64
 				h := func(ctx context.Context, _ *asynq.Task) error {
-					mu.Lock()
-					runs++
-					mu.Unlock()
+					runs.Add(1)
 					running <- struct{}{}
 					<-ctx.Done()
 					return ctx.Err()
@@ -400,11 +367,9 @@ func TestCancelLastAttempt(t *testing.T) {
 				}
 				done := s.waitState(t, info.ID, asynq.TaskStateArchived, time.Minute)
 				time.Sleep(5 * time.Second)
-				mu.Lock()
-				if runs != 1 {
-					t.Errorf("handler ran %d times, want 1", runs)
+				if n := runs.Load(); n != 1 {
+					t.Errorf("handler ran %d times, want 1", n)
 				}
-				mu.Unlock()
 				if got := rec.Story(info.ID); got != tc.story {
 					t.Errorf("story:\n%s\nwant:\n%s", got, tc.story)
 				}

@@ -14,6 +14,16 @@ import (
 	"github.com/rebound-go/rebound/reboundtest"
 )
 
+// failFirstOffSecond is a recorder's script: attempt 1 fails, ending off a
+// whole second; every later attempt succeeds.
+func failFirstOffSecond(_ string, attempt int) error {
+	if attempt == 1 {
+		time.Sleep(123 * time.Millisecond) // end off a whole second
+		return errBoom
+	}
+	return nil
+}
+
 // TestPreciseVersusRounding: by default the fire time is a whole second;
 // in precise mode it is exact, travels in the task header and the retry
 // starts no earlier; a precise-mode task without headers is rounded up.
@@ -36,13 +46,7 @@ func TestPreciseVersusRounding(t *testing.T) {
 					opts = append(opts, WithPrecise())
 				}
 				r := mustNew(t, mustRule(t, fixed(t, 1300*time.Millisecond), 2), append(opts, WithObserver(obs))...)
-				rc := newRecorder(func(_ string, a int) error {
-					if a == 1 {
-						time.Sleep(123 * time.Millisecond) // end off a whole second
-						return errBoom
-					}
-					return nil
-				})
+				rc := newRecorder(failFirstOffSecond)
 				s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 				id := s.enqueue(t, nil, tc.headers, asynq.Retention(time.Hour))
 				info := s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
@@ -74,13 +78,7 @@ func TestNewTask(t *testing.T) {
 		rec := &reboundtest.Recorder{}
 		r := mustNew(t, mustRule(t, fixed(t, 1300*time.Millisecond), 3), WithPrecise(), WithObserver(rec),
 			WithKindRule("other", mustRule(t, fixed(t, time.Second), 9)))
-		rc := newRecorder(func(_ string, a int) error {
-			if a == 1 {
-				time.Sleep(123 * time.Millisecond) // end off a whole second
-				return errBoom
-			}
-			return nil
-		})
+		rc := newRecorder(failFirstOffSecond)
 		s := start(t, miniRedis(t), "q", r, rc.handle, serverOpts{})
 		info, err := s.client.Enqueue(r.NewTask(kind, []byte("p"), asynq.Retention(time.Hour)), asynq.Queue(s.queue))
 		if err != nil {

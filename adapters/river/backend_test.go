@@ -76,6 +76,17 @@ func sqliteDB(t testing.TB) *sql.DB {
 	return db
 }
 
+// postgresDriver and sqliteDriver open a migrated database of their own
+// for t, and return River's driver on it and the schema to use.
+func postgresDriver(t testing.TB) (riverdriver.Driver[pgxTx], string) {
+	pool, schema := postgresDB(t)
+	return riverpgxv5.New(pool), schema
+}
+
+func sqliteDriver(t testing.TB) (riverdriver.Driver[sqlTx], string) {
+	return riversqlite.New(sqliteDB(t)), ""
+}
+
 func migrate[TTx any](t testing.TB, driver riverdriver.Driver[TTx], schema string) {
 	t.Helper()
 	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: quietLogs})

@@ -10,8 +10,6 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
@@ -53,7 +51,7 @@ func waitPending(t testing.TB, r *Retrier, timeout time.Duration) {
 // pendingAfterEndedAttempts runs failing jobs whose retry River never asks
 // for, because an ErrorHandler cancels them or a middleware outside the
 // Retrier swallows their error, and checks the Retrier forgets them.
-func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriver.Driver[TTx], string)) {
+func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t testing.TB) (riverdriver.Driver[TTx], string)) {
 	const n = 20
 	run := func(t *testing.T, configure func(cfg *river.Config, r *Retrier), want rivertype.JobState) (*reboundtest.Recorder, *atomic.Int64) {
 		o := &reboundtest.Recorder{}
@@ -97,17 +95,8 @@ func pendingAfterEndedAttempts[TTx any](t *testing.T, newDriver func(t *testing.
 }
 
 func TestPendingAfterEndedAttempts(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) {
-		pendingAfterEndedAttempts(t, func(t *testing.T) (riverdriver.Driver[pgxTx], string) {
-			pool, schema := postgresDB(t)
-			return riverpgxv5.New(pool), schema
-		})
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		pendingAfterEndedAttempts(t, func(t *testing.T) (riverdriver.Driver[sqlTx], string) {
-			return riversqlite.New(sqliteDB(t)), ""
-		})
-	})
+	t.Run("postgres", func(t *testing.T) { pendingAfterEndedAttempts(t, postgresDriver) })
+	t.Run("sqlite", func(t *testing.T) { pendingAfterEndedAttempts(t, sqliteDriver) })
 }
 
 // A decision River never asks for expires on its own, with no further call

@@ -12,8 +12,6 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
@@ -323,13 +321,10 @@ func riverLimits(lateness time.Duration) conformance.Limits {
 
 func postgresHarness(poll, lateness time.Duration) *harness[pgxTx] {
 	return &harness[pgxTx]{
-		name:   "river/postgres",
-		limits: riverLimits(lateness),
-		poll:   poll,
-		backend: backend[pgxTx]{open: func(t testing.TB) (riverdriver.Driver[pgxTx], string) {
-			pool, schema := postgresDB(t)
-			return riverpgxv5.New(pool), schema
-		}, breaker: pgBreakerStore},
+		name:    "river/postgres",
+		limits:  riverLimits(lateness),
+		poll:    poll,
+		backend: backend[pgxTx]{open: postgresDriver, breaker: pgBreakerStore},
 	}
 }
 
@@ -338,9 +333,7 @@ func sqliteHarness(poll, lateness time.Duration) *harness[sqlTx] {
 		name:   "river/sqlite",
 		limits: riverLimits(lateness),
 		poll:   poll,
-		backend: backend[sqlTx]{open: func(t testing.TB) (riverdriver.Driver[sqlTx], string) {
-			return riversqlite.New(sqliteDB(t)), ""
-		}, breaker: func(_ testing.TB, rules breaker.Rules) breaker.Store {
+		backend: backend[sqlTx]{open: sqliteDriver, breaker: func(_ testing.TB, rules breaker.Rules) breaker.Store {
 			return memstore.New(rules, memstore.Options{})
 		}},
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
@@ -85,7 +84,7 @@ func waitState[TTx any](t testing.TB, c *river.Client[TTx], id int64, state rive
 // database, as an operator's tool does, while they run and while they wait
 // for a retry, and checks what the observer was told against the state River
 // gave the job.
-func remoteCancel[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriver.Driver[TTx], string)) {
+func remoteCancel[TTx any](t *testing.T, newDriver func(t testing.TB) (riverdriver.Driver[TTx], string)) {
 	setup := func(t *testing.T) (*river.Client[TTx], *river.Client[TTx], *gateWorker, *reboundtest.Recorder, *Retrier) {
 		o := &reboundtest.Recorder{}
 		r, _ := New(mustRule(t, backoff.Must(backoff.Fixed(time.Hour)), 3), quietErrors, WithObserver(o))
@@ -143,17 +142,8 @@ func remoteCancel[TTx any](t *testing.T, newDriver func(t *testing.T) (riverdriv
 }
 
 func TestRemoteCancel(t *testing.T) {
-	t.Run("postgres", func(t *testing.T) {
-		remoteCancel(t, func(t *testing.T) (riverdriver.Driver[pgxTx], string) {
-			pool, schema := postgresDB(t)
-			return riverpgxv5.New(pool), schema
-		})
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		remoteCancel(t, func(t *testing.T) (riverdriver.Driver[sqlTx], string) {
-			return riversqlite.New(sqliteDB(t)), ""
-		})
-	})
+	t.Run("postgres", func(t *testing.T) { remoteCancel(t, postgresDriver) })
+	t.Run("sqlite", func(t *testing.T) { remoteCancel(t, sqliteDriver) })
 }
 
 // River's rescuer calls NextRetry with the row it read for a stuck job, a

@@ -111,8 +111,8 @@ func rivertestMappings[TTx any](t *testing.T, e rtEnv[TTx]) {
 	ctx := context.Background()
 	jittered := backoff.Must(backoff.EqualJitter(backoff.Must(backoff.Exponential(10*time.Second, time.Hour))))
 	rule := mustRule(t, jittered, 3)
-	// The keyed schedule and retry-after hints are in TestExactMappings,
-	// through reboundrivertest.
+	// The keyed schedule and retry-after hints are in reboundrivertest's
+	// TestExactMappings.
 
 	t.Run("PermanentCancels", func(t *testing.T) {
 		r, _ := New(rule, quietErrors)

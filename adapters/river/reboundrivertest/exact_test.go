@@ -1,28 +1,21 @@
-package reboundriver_test
+package reboundrivertest_test
 
 import (
 	"context"
 	"database/sql"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
-	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
-	_ "modernc.org/sqlite"
 
 	reboundriver "github.com/rebound-go/rebound/adapters/river"
 	"github.com/rebound-go/rebound/adapters/river/reboundrivertest"
 	"github.com/rebound-go/rebound/backoff"
-	"github.com/rebound-go/rebound/internal/testenv"
 )
 
 // The mappings whose exact times matter, through reboundrivertest: River's
@@ -49,68 +42,7 @@ func (mailWorker) Work(_ context.Context, job *river.Job[mailArgs]) error {
 	return errSend
 }
 
-// kitBackend is one database for the kit: a pool-less driver, the schema,
-// and a transaction per test.
-type kitBackend[TTx any] struct {
-	driver riverdriver.Driver[TTx]
-	schema string
-	tx     func(t *testing.T) TTx
-}
-
-func kitBackends(t *testing.T, pg func(*testing.T, kitBackend[pgx.Tx]), lite func(*testing.T, kitBackend[*sql.Tx])) {
-	migrate := func(t *testing.T, m *rivermigrate.Migrator[pgx.Tx], lm *rivermigrate.Migrator[*sql.Tx]) {
-		var err error
-		if m != nil {
-			_, err = m.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
-		} else {
-			_, err = lm.Migrate(context.Background(), rivermigrate.DirectionUp, nil)
-		}
-		if err != nil {
-			t.Fatalf("migrate: %v", err)
-		}
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	t.Run("postgres", func(t *testing.T) {
-		pool := testenv.Postgres(t)
-		schema := testenv.Schema(t, pool)
-		m, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Schema: schema, Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		migrate(t, m, nil)
-		pg(t, kitBackend[pgx.Tx]{driver: riverpgxv5.New(nil), schema: schema, tx: func(t *testing.T) pgx.Tx {
-			tx, err := pool.Begin(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-			return tx
-		}})
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "river.db")+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		db.SetMaxOpenConns(1)
-		t.Cleanup(func() { _ = db.Close() })
-		m, err := rivermigrate.New(riversqlite.New(db), &rivermigrate.Config{Logger: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
-		migrate(t, nil, m)
-		lite(t, kitBackend[*sql.Tx]{driver: riversqlite.New(nil), tx: func(t *testing.T) *sql.Tx {
-			tx, err := db.Begin()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = tx.Rollback() })
-			return tx
-		}})
-	})
-}
-
-func exactMappings[TTx any](t *testing.T, b kitBackend[TTx]) {
+func exactMappings[TTx any](t *testing.T, b env[TTx]) {
 	ctx := context.Background()
 	newWorker := func(t *testing.T, rule backoff.Rule) *reboundrivertest.Worker[mailArgs, TTx] {
 		return reboundrivertest.NewWorker(t, b.driver, &river.Config{Schema: b.schema, Logger: slog.New(slog.DiscardHandler)},
@@ -148,5 +80,5 @@ func exactMappings[TTx any](t *testing.T, b kitBackend[TTx]) {
 }
 
 func TestExactMappings(t *testing.T) {
-	kitBackends(t, exactMappings[pgx.Tx], exactMappings[*sql.Tx])
+	forBackends(t, exactMappings[pgx.Tx], exactMappings[*sql.Tx])
 }
