@@ -154,6 +154,26 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	}
 }
 
+// click clicks the element sel names, once it is visible. The queue view
+// redraws its lists on every refresh, so the node found can be replaced
+// before the click lands ("Could not find node with given id"); click then
+// looks the element up again, a few times, as a user's second click would.
+func click(t *testing.T, ctx context.Context, sel string) {
+	t.Helper()
+	var err error
+	for range 5 {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("browser: click %s: %v", sel, err)
+	}
+}
+
 // waitFor polls a JavaScript predicate until it holds; what describes it
 // in the failure.
 func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
@@ -277,7 +297,7 @@ func TestUIBrowserCurve(t *testing.T) {
 	typeInto(t, tab, "#cap-text", "1s")
 	waitFor(t, tab, "the typed cap in the text form", `document.querySelector("#policy").value === "jitter(exponential(150ms, 1s))"`)
 	// Switching the jitter keeps the curve.
-	do(t, tab, chromedp.Click(chromedp.CSS(`label[for="jitter-none"]`)))
+	click(t, tab, `label[for="jitter-none"]`)
 	waitFor(t, tab, "the unjittered policy", `document.querySelector("#policy").value === "exponential(150ms, 1s)"`)
 }
 
@@ -567,32 +587,32 @@ func TestUIBrowserActions(t *testing.T) {
 	waitFor(t, tab, "the delayed and failed lists", `document.querySelector('`+row("delayed-1")+`') && document.querySelector('`+row("failed-1")+`')`)
 
 	// Cancelling the confirmation does nothing.
-	do(t, tab, chromedp.Click(chromedp.CSS(row("delayed-1")+` button[data-action="run"]`)))
+	click(t, tab, row("delayed-1")+` button[data-action="run"]`)
 	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
 	if txt := eval[string](t, tab, `document.querySelector("#confirm").textContent`); !strings.Contains(txt, "delayed-1") {
 		t.Errorf("confirmation does not name the job: %q", txt)
 	}
-	do(t, tab, chromedp.Click(chromedp.CSS(`#confirm button[value="cancel"]`)))
+	click(t, tab, `#confirm button[value="cancel"]`)
 	waitFor(t, tab, "the dialog to close", `!document.querySelector("#confirm").open`)
 	if c := fq.Calls(); len(c) != 0 {
 		t.Fatalf("cancelled action reached the queue: %v", c)
 	}
 
 	// Confirming runs it, and the list follows.
-	do(t, tab, chromedp.Click(chromedp.CSS(row("delayed-1")+` button[data-action="run"]`)))
+	click(t, tab, row("delayed-1")+` button[data-action="run"]`)
 	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
-	do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	click(t, tab, `#confirm-ok`)
 	waitFor(t, tab, "the job to leave the delayed list", `!document.querySelector('`+row("delayed-1")+`') && document.querySelector('[data-queue="fake"] [data-count="waiting"]')?.textContent === "1"`)
 
-	do(t, tab, chromedp.Click(chromedp.CSS(row("failed-1")+` button[data-action="retry"]`)))
+	click(t, tab, row("failed-1")+` button[data-action="retry"]`)
 	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
-	do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	click(t, tab, `#confirm-ok`)
 	waitFor(t, tab, "the failed job to be retried", `!document.querySelector('`+row("failed-1")+`') && document.querySelector('[data-queue="fake"] [data-count="failed"]')?.textContent === "0"`)
 
 	// Pause, confirmed, shows the queue paused.
-	do(t, tab, chromedp.Click(chromedp.CSS(`[data-queue="fake"] button[data-pause]`)))
+	click(t, tab, `[data-queue="fake"] button[data-pause]`)
 	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
-	do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+	click(t, tab, `#confirm-ok`)
 	waitFor(t, tab, "the paused badge", `document.querySelector('[data-queue="fake"] .pill.paused')?.hidden === false`)
 
 	if got, want := fq.Calls(), []string{"run delayed-1", "retry failed-1"}; !slices.Equal(got, want) {
@@ -666,12 +686,12 @@ func TestUIBrowserActionsNative(t *testing.T) {
 	row := func(id string) string { return `[data-queue="emails"] [data-list] li[data-job="` + id + `"]` }
 	confirm := func(id, action string) {
 		t.Helper()
-		do(t, tab, chromedp.Click(chromedp.CSS(row(id)+` button[data-action="`+action+`"]`)))
+		click(t, tab, row(id)+` button[data-action="`+action+`"]`)
 		waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
 		if txt := eval[string](t, tab, `document.querySelector("#confirm").textContent`); !strings.Contains(txt, id) {
 			t.Errorf("confirmation does not name job %s: %q", id, txt)
 		}
-		do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		click(t, tab, `#confirm-ok`)
 	}
 
 	// The timeline shows the delayed jobs soonest first; the failed list
@@ -701,9 +721,9 @@ func TestUIBrowserActionsNative(t *testing.T) {
 	waitFor(t, tab, "the completed count", `document.querySelector('[data-queue="emails"] [data-count="completed"]')?.textContent === "2"`)
 
 	for _, pause := range []bool{true, false} {
-		do(t, tab, chromedp.Click(chromedp.CSS(`[data-queue="emails"] button[data-pause]`)))
+		click(t, tab, `[data-queue="emails"] button[data-pause]`)
 		waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
-		do(t, tab, chromedp.Click(chromedp.CSS(`#confirm-ok`)))
+		click(t, tab, `#confirm-ok`)
 		waitFor(t, tab, "the paused badge", fmt.Sprintf(`document.querySelector('[data-queue="emails"] .pill.paused')?.hidden === %v`, !pause))
 		if p, err := q.Paused(ctx); p != pause || err != nil {
 			t.Errorf("queue paused %v (%v), want %v", p, err, pause)
