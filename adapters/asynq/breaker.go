@@ -53,14 +53,7 @@ func WithBreaker(store breaker.Store) Option {
 // binding of the same type replaces an earlier one.
 func WithDependency(taskType, dep string) Option {
 	return func(r *Retrier) error {
-		if err := guard.Check("reboundasynq: WithDependency", taskType, dep); err != nil {
-			return err
-		}
-		if r.brk.Bind == nil {
-			r.brk.Bind = make(map[string]string)
-		}
-		r.brk.Bind[taskType] = dep
-		return nil
+		return r.brk.Depend("reboundasynq: WithDependency", taskType, dep)
 	}
 }
 

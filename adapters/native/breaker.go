@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/rebound-go/rebound/breaker"
-	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/observe"
 )
 
@@ -44,14 +43,7 @@ func WithBreaker(store breaker.Store) WorkerOption {
 // an earlier one.
 func WithDependency(name, dep string) WorkerOption {
 	return func(w *Worker) error {
-		if err := guard.Check("native: WithDependency", name, dep); err != nil {
-			return err
-		}
-		if w.brk.Bind == nil {
-			w.brk.Bind = make(map[string]string)
-		}
-		w.brk.Bind[name] = dep
-		return nil
+		return w.brk.Depend("native: WithDependency", name, dep)
 	}
 }
 

@@ -46,14 +46,7 @@ func WithBreaker(store breaker.Store) Option {
 // same kind replaces an earlier one.
 func WithDependency(kind, dep string) Option {
 	return func(r *Retrier) error {
-		if err := guard.Check("reboundriver: WithDependency", kind, dep); err != nil {
-			return err
-		}
-		if r.brk.Bind == nil {
-			r.brk.Bind = make(map[string]string)
-		}
-		r.brk.Bind[kind] = dep
-		return nil
+		return r.brk.Depend("reboundriver: WithDependency", kind, dep)
 	}
 }
 

@@ -40,15 +40,21 @@ type Config struct {
 	Bind map[string]string
 }
 
-// Check says what is wrong with the binding of kind to dep, named after
-// the option (e.g. "reboundriver: WithDependency"), or returns nil.
-func Check(option, kind, dep string) error {
+// Depend binds jobs of kind to the dependency dep: every adapter's
+// WithDependency option. It says what is wrong with the binding, named
+// after the option (e.g. "reboundriver: WithDependency"), and then changes
+// nothing.
+func (c *Config) Depend(option, kind, dep string) error {
 	if kind == "" {
 		return fmt.Errorf("%s: kind is empty, want the job kind bound to %q", option, dep)
 	}
 	if err := breaker.CheckName(dep); err != nil {
 		return fmt.Errorf("%s(%q): %w", option, kind, err)
 	}
+	if c.Bind == nil {
+		c.Bind = make(map[string]string)
+	}
+	c.Bind[kind] = dep
 	return nil
 }
 

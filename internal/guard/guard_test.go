@@ -285,16 +285,20 @@ func TestDeferralWithoutARuleSpreadsOverTheWait(t *testing.T) {
 	}
 }
 
-func TestCheck(t *testing.T) {
+func TestDepend(t *testing.T) {
 	for _, c := range []struct{ kind, dep, want string }{
 		{"charge", "payments", ""},
 		{"", "payments", `x: WithDependency: kind is empty, want the job kind bound to "payments"`},
 		{"charge", "", `x: WithDependency("charge"): breaker: dependency name is empty, want a name such as "payments"`},
 		{"charge", "a{b}", `x: WithDependency("charge"): breaker: dependency name "a{b}" has '{' at offset 1, want printable ASCII without spaces or braces`},
 	} {
-		err := Check("x: WithDependency", c.kind, c.dep)
+		var cfg Config
+		err := cfg.Depend("x: WithDependency", c.kind, c.dep)
 		if (err == nil && c.want != "") || (err != nil && err.Error() != c.want) {
-			t.Errorf("Check(%q, %q) = %v, want %q", c.kind, c.dep, err, c.want)
+			t.Errorf("Depend(%q, %q) = %v, want %q", c.kind, c.dep, err, c.want)
+		}
+		if got, bound := cfg.Bind[c.kind]; (err == nil) != bound || (bound && got != c.dep) {
+			t.Errorf("Depend(%q, %q) left Bind %v, want the binding only when it is valid", c.kind, c.dep, cfg.Bind)
 		}
 	}
 	if err := (Config{Bind: map[string]string{"charge": "payments"}}).Validate("x"); err == nil ||
