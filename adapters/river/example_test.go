@@ -100,7 +100,9 @@ func ExampleWithKindRule() {
 	}
 	fmt.Println(retrier.RuleFor("webhook"))
 	fmt.Println(retrier.RuleFor("email"))
+	fmt.Println(retrier.Rule())
 	// Output:
 	// fixed(1h) x 24
+	// exponential(1s, 1m) x 5
 	// exponential(1s, 1m) x 5
 }
