@@ -205,7 +205,7 @@ func Decorrelated(base, cap time.Duration) (DecorrelatedPolicy, error) {
 		return DecorrelatedPolicy{}, fmt.Errorf("backoff: decorrelated base %s is not positive, want > 0", formatDuration(base))
 	}
 	if cap < base {
-		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
+		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s, want a cap of at least the base", formatDuration(cap), formatDuration(base))
 	}
 	return DecorrelatedPolicy{base: base, cap: cap}, nil
 }

@@ -102,6 +102,13 @@ func TestParseErrors(t *testing.T) {
 		{"proportional(0.2 fixed(1s))", 17, `expected ",", found "fixed"`},
 		{"proportional(0.2, )", 18, `expected a policy name`},
 		{deep, 7 * 32, `policies nest more than 32 deep, want at most 32`},
+		// A long token is quoted up to a character boundary and marked as
+		// cut, with its length; a message never splits a character.
+		{"fixed(5一二三四五六七八九十)", 6, `expected a duration such as 100ms, found "5一二三四五六七"... (31 bytes)`},
+		{"fixed(" + strings.Repeat("1", 40) + "s)", 6, `found "` + strings.Repeat("1", 24) + `"... (41 bytes)`},
+		{"exponential(10s, 1s)", 0, `cap 1s is below base 10s, want a cap of at least the base`},
+		{"linear(10s, 1s, 1s)", 0, `cap 1s is below base 10s, want a cap of at least the base`},
+		{"decorrelated(10s, 1s)", 0, `cap 1s is below base 10s, want a cap of at least the base`},
 	}
 	for _, tt := range tests {
 		p, err := backoff.Parse(tt.in)
@@ -319,7 +326,12 @@ func TestParseRuleErrors(t *testing.T) {
 		{"exponential(1s, 1m) x", 21, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found end of input`},
 		{"exponential(1s, 1m) x five", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "five"`},
 		{"exponential(1s, 1m) x 5.0", 22, `found "5.0"`},
-		{"exponential(1s, 1m) x 99999999999999999999", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807`},
+		{"exponential(1s, 1m) x 99999999999999999999", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "99999999999999999999"`},
+		// One past the largest int is shown whole, not cut to a count that
+		// looks valid.
+		{"x 9223372036854775808", 0, `expected a policy name`},
+		{"fixed(1s) x 9223372036854775808", 12, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "9223372036854775808"`},
+		{"fixed(1s) x " + strings.Repeat("9", 30), 12, `found "` + strings.Repeat("9", 24) + `"... (30 bytes)`},
 		{"exponential(1s, 1m) x 0", 22, `MaxAttempts 0 is below 1, want the total number of runs (>= 1)`},
 		{"exponential(1s, 1m) x -3", 22, `MaxAttempts -3 is below 1`},
 		{"exponential(1s, 1m) x 5 x 6", 24, `expected end of input, found "x"`},

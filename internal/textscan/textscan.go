@@ -172,3 +172,52 @@ func FormatDuration(d time.Duration) string {
 	}
 	return strconv.FormatInt(int64(d), 10) + "ns"
 }
+
+// CheckMessage says what is wrong with msg, an error message about input
+// at offset, or returns nil: the message must be valid UTF-8, and what it
+// quotes after "found " must be the token at offset, whole, or cut as
+// [Quote] cuts it (at a character boundary, marked with its length). The
+// fuzzers of both text forms hold every message to it.
+func CheckMessage(input string, offset int, msg string) error {
+	if !utf8.ValidString(msg) {
+		return fmt.Errorf("message %q is not valid UTF-8", msg)
+	}
+	_, after, ok := strings.Cut(msg, ", found ")
+	if !ok || !strings.HasPrefix(after, `"`) {
+		return nil
+	}
+	quoted, err := strconv.QuotedPrefix(after)
+	if err != nil {
+		return fmt.Errorf("message %q: what it found is not quoted: %v", msg, err)
+	}
+	shown, _ := strconv.Unquote(quoted)
+	if offset < 0 || offset > len(input) || !strings.HasPrefix(input[offset:], shown) {
+		return fmt.Errorf("message %q quotes %q, which is not the input at offset %d", msg, shown, offset)
+	}
+	rest := after[len(quoted):]
+	var n int
+	if _, err := fmt.Sscanf(rest, "... (%d bytes)", &n); err == nil {
+		if n <= len(shown) || offset+n > len(input) {
+			return fmt.Errorf("message %q marks a cut token of %d bytes, but shows %d bytes of the input's %d from offset %d", msg, n, len(shown), len(input)-offset, offset)
+		}
+		if tok := input[offset : offset+n]; utf8.ValidString(tok) && !utf8.ValidString(shown) {
+			return fmt.Errorf("message %q cuts a character of %q in two", msg, tok)
+		}
+		return nil
+	}
+	if len(shown) > MaxFound {
+		return fmt.Errorf("message %q quotes %d bytes, more than %d", msg, len(shown), MaxFound)
+	}
+	// Unmarked, the quote must be the whole token: it ends where the input
+	// does, or at a space or a delimiter of either form, or it is a
+	// delimiter standing alone.
+	end := offset + len(shown)
+	lone := len(shown) == 1 && (isSpace(shown[0]) || strings.IndexByte(allDelims, shown[0]) >= 0)
+	if end < len(input) && !lone && !isSpace(input[end]) && strings.IndexByte(allDelims, input[end]) < 0 {
+		return fmt.Errorf("message %q quotes %q, a token cut at byte %d with no mark", msg, shown, end)
+	}
+	return nil
+}
+
+// allDelims are the delimiters of both text forms.
+const allDelims = "(),="
