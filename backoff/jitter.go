@@ -9,6 +9,56 @@ import (
 
 var errNilInner = errors.New("backoff: inner policy is nil, want a policy to wrap")
 
+// checkInner says why a wrapper cannot wrap inner, or returns nil: inner
+// must be a policy, and wrapping it must not nest policies deeper than
+// [Parse] reads back (32 levels, the wrapper included), so that what the
+// package prints it also reads.
+func checkInner(inner Policy) error {
+	if isNilPolicy(inner) {
+		return errNilInner
+	}
+	if d := depthOf(inner, maxNesting); d >= maxNesting {
+		return fmt.Errorf("backoff: inner policy nests %d or more deep, want at most %d so that the wrapper's text, %d deep, still parses", d, maxNesting-1, maxNesting)
+	}
+	return nil
+}
+
+// depthOf returns how many levels of policies p's text nests, counting p,
+// or limit when that is limit or more (a *Spec can be made to hold a
+// policy that wraps it, which has no depth).
+func depthOf(p Policy, limit int) int {
+	d := 0
+	// hops bounds the walk through Specs and guards too, which add no level.
+	for hops := 0; d < limit && hops < 4*limit; hops++ {
+		switch q := p.(type) {
+		case nil:
+			return d
+		case guarded:
+			p = q.p
+			continue
+		case Spec:
+			p = q.Policy
+			continue
+		case *Spec:
+			if q == nil {
+				return d
+			}
+			p = q.Policy
+			continue
+		case FullJitterPolicy:
+			p = q.inner
+		case EqualJitterPolicy:
+			p = q.inner
+		case ProportionalPolicy:
+			p = q.inner
+		default:
+			return d + 1
+		}
+		d++
+	}
+	return limit
+}
+
 // FullJitterPolicy draws the delay uniformly from [0, d], where d is the
 // delay of the policy it wraps (AWS's "full jitter"). Build it with [Jitter].
 type FullJitterPolicy struct {
@@ -18,9 +68,11 @@ type FullJitterPolicy struct {
 // Jitter wraps inner in full jitter: each delay is uniform in [0, d], d being
 // inner's delay for the same attempt. It spreads a cohort of jobs that failed
 // together across the whole window, so they do not re-fire as a herd.
+// inner must not be 32 or more levels deep, the most [Parse] reads back
+// with the wrapper on top.
 func Jitter(inner Policy) (FullJitterPolicy, error) {
-	if isNilPolicy(inner) {
-		return FullJitterPolicy{}, errNilInner
+	if err := checkInner(inner); err != nil {
+		return FullJitterPolicy{}, err
 	}
 	return FullJitterPolicy{inner: guard(inner)}, nil
 }
@@ -62,10 +114,11 @@ type EqualJitterPolicy struct {
 }
 
 // EqualJitter wraps inner in equal jitter: each delay is at least half of
-// inner's delay and at most all of it.
+// inner's delay and at most all of it. inner must not be 32 or more levels
+// deep, the most [Parse] reads back with the wrapper on top.
 func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
-	if isNilPolicy(inner) {
-		return EqualJitterPolicy{}, errNilInner
+	if err := checkInner(inner); err != nil {
+		return EqualJitterPolicy{}, err
 	}
 	return EqualJitterPolicy{inner: guard(inner)}, nil
 }
@@ -112,12 +165,14 @@ type ProportionalPolicy struct {
 // Proportional wraps inner in proportional jitter of fraction f, which must be
 // in (0, 1]: with f = 0.2 a 4s delay lands in [3.2s, 4.8s]. Where d*(1+f)
 // would pass inner's maximum, the upper end of the window is that maximum.
+// inner must not be 32 or more levels deep, the most [Parse] reads back
+// with the wrapper on top.
 func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 	if !(f > 0 && f <= 1) { // also rejects NaN
 		return ProportionalPolicy{}, fmt.Errorf("backoff: jitter fraction %v is outside (0, 1]", f)
 	}
-	if isNilPolicy(inner) {
-		return ProportionalPolicy{}, errNilInner
+	if err := checkInner(inner); err != nil {
+		return ProportionalPolicy{}, err
 	}
 	return ProportionalPolicy{f: f, inner: guard(inner)}, nil
 }

@@ -482,3 +482,58 @@ func TestRuleFromEnvironment(t *testing.T) {
 		t.Errorf("its first decision = %+v, want a retry in [500ms, 1s]", d)
 	}
 }
+
+// TestDeepPolicyRoundTrip: what the package prints it reads back. A
+// wrapper refuses, with an error that says why, to nest policies deeper
+// than Parse reads (32 levels), so every policy the API builds, however
+// deep, prints a text that parses back to it; and a chain of wrappers is
+// built up to exactly that depth, through Specs too.
+func TestDeepPolicyRoundTrip(t *testing.T) {
+	r := newRand(41, 42)
+	wrap := func(kind int, p backoff.Policy) (backoff.Policy, error) {
+		switch kind % 4 {
+		case 0:
+			return backoff.Jitter(p)
+		case 1:
+			return backoff.EqualJitter(p)
+		case 2:
+			return backoff.Proportional(0.25, p)
+		default:
+			return backoff.Jitter(backoff.Spec{Policy: p})
+		}
+	}
+	for range 300 {
+		p := randPolicy(r, 0)
+		depth := 1
+		for range 40 {
+			q, err := wrap(r.IntN(4), p)
+			if err != nil {
+				if depth < 32 {
+					t.Fatalf("wrapping %d levels refused: %v", depth, err)
+				}
+				if !strings.Contains(err.Error(), "want at most 31") {
+					t.Fatalf("error %q does not say how deep a policy may be", err)
+				}
+				break
+			}
+			p, depth = q, depth+1
+			if depth > 32 {
+				t.Fatalf("a wrapper built a policy %d deep, more than Parse reads", depth)
+			}
+			text := p.String()
+			back, err := backoff.Parse(text)
+			if err != nil {
+				t.Fatalf("a policy %d deep prints %q, which Parse refuses: %v", depth, text, err)
+			}
+			if back.String() != text {
+				t.Fatalf("%q parses back as %q", text, back)
+			}
+			if _, err := backoff.ParseRule(text + " x 3"); err != nil {
+				t.Fatalf("a rule of a policy %d deep does not parse: %v", depth, err)
+			}
+		}
+		if depth != 32 {
+			t.Fatalf("the chain stopped at %d levels, want 32", depth)
+		}
+	}
+}
