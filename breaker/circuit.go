@@ -243,5 +243,6 @@ func (b *Breaker) close(c *Circuit, now int64) {
 func (b *Breaker) reset(c *Circuit, now int64) {
 	c.Failures, c.Probes, c.Successes, c.Lease = 0, 0, 0, 0
 	c.Window = [Buckets]Bucket{}
-	c.Budget = Tokens{At: now}
+	// Empty, brought up to date now; At 0 would read as never used.
+	c.Budget = Tokens{At: max(now, 1)}
 }

@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +46,44 @@ func Run(t *testing.T, setup Setup) {
 	t.Run("BadNames", func(t *testing.T) { badNames(t, setup(t)) })
 	t.Run("UserPanics", func(t *testing.T) { userPanics(t, setup) })
 	t.Run("RememberDeferred", func(t *testing.T) { rememberDeferred(t, setup(t)) })
+	t.Run("FreshBudget", func(t *testing.T) { freshBudget(t, setup) })
+}
+
+// freshBudget: a dependency never seen holds a full burst, whatever its
+// clock reads (it does not earn its tokens at the floor rate from 1970),
+// and a trip empties it, at Unix millisecond 0 too.
+func freshBudget(t *testing.T, setup Setup) {
+	ctx := context.Background()
+	b := breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1h), budget=budget(0%, 0.001/s, 1000000000))"))
+	for _, start := range []time.Time{T0, time.UnixMilli(0)} {
+		clock := NewClock(start)
+		s := setup(t)(breaker.Rules{Default: b}, clock.Now)
+		dep := "fresh-" + strconv.FormatInt(start.UnixMilli(), 10)
+		st, err := s.Status(ctx, dep)
+		if err != nil || st.Tokens != 1e9 {
+			t.Fatalf("a fresh budget at %v holds %v tokens (%v), want the burst, 1e9", start, st.Tokens, err)
+		}
+		if v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Retry}); err != nil || v.Decision != breaker.Run {
+			t.Fatalf("a retry on a fresh budget at %v: %v, %v; want run", start, v.Decision, err)
+		}
+		if st, err := s.Status(ctx, dep); err != nil || st.Tokens != 1e9-1 {
+			t.Fatalf("after one retry at %v the budget holds %v (%v), want 1e9-1", start, st.Tokens, err)
+		}
+		if _, err := s.Record(ctx, dep, breaker.Ticket{}, breaker.Failure); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(time.Hour)
+		v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Retry})
+		if err != nil || v.Decision != breaker.Probe {
+			t.Fatalf("after the cool-down at %v: %v, %v; want probe", start, v.Decision, err)
+		}
+		if _, err := s.Record(ctx, dep, v.Ticket, breaker.Success); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Retry}); err != nil || v.Decision != breaker.DeferBudget {
+			t.Fatalf("a retry after recovery at %v: %v, %v; want defer-budget (the trip emptied the budget)", start, v.Decision, err)
+		}
+	}
 }
 
 // panicky is a cool-down policy whose every method panics.

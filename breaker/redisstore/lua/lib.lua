@@ -143,8 +143,16 @@ local function tripped(s, r, now)
 end
 
 -- refill brings the budget up to now with the floor rate (Budget.refill).
+-- A budget never used (tokens_at 0) holds a full burst.
 local function refill(s, r, now)
-  if r.burst == 0 or now <= s.tokens_at then
+  if r.burst == 0 then
+    return
+  end
+  if s.tokens_at == 0 then
+    s.tokens, s.tokens_at = r.burst, math.max(now, 1)
+    return
+  end
+  if now <= s.tokens_at then
     return
   end
   local need = r.burst - s.tokens
@@ -187,7 +195,8 @@ local function reset(s, now)
       s[f] = 0
     end
   end
-  s.tokens, s.tokens_at = 0, now
+  -- Empty, brought up to date now; tokens_at 0 would read as never used.
+  s.tokens, s.tokens_at = 0, math.max(now, 1)
 end
 
 -- trip opens the breaker for cd ms, the cool-down of its next trip.
