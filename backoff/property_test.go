@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +57,11 @@ func TestPropertyMonotone(t *testing.T) {
 			p = backoff.Must(backoff.Linear(base, randDuration(r), cap))
 		}
 		prev := time.Duration(-1)
-		for _, a := range []int{1, 2, 3, 10, 30, 61, 62, 63, 64, 65, 100, 1 << 20, 1 << 40, math.MaxInt - 1, math.MaxInt} {
+		attempts := []int{1, 2, 3, 10, 30, 61, 62, 63, 64, 65, 100, 1 << 20, math.MaxInt32}
+		if shift := 40; strconv.IntSize == 64 { // 1 << 40, written so that it compiles for GOARCH=386
+			attempts = append(attempts, 1<<shift)
+		}
+		for _, a := range append(attempts, math.MaxInt-1, math.MaxInt) {
 			d := backoff.Delay(p, a, backoff.Source{})
 			if d < prev {
 				t.Fatalf("%v: attempt %d gives %v, below the previous %v", p, a, d, prev)

@@ -169,7 +169,7 @@ func (p *parser) breaker() (Breaker, error) {
 	if err := p.keyword("breaker"); err != nil {
 		return Breaker{}, err
 	}
-	c := Config{}
+	c := settings{}
 	seen := map[string]bool{}
 	var window time.Duration
 	for first := true; ; first = false {
@@ -193,26 +193,26 @@ func (p *parser) breaker() (Breaker, error) {
 		var err error
 		switch key {
 		case "failures":
-			c.Failures, err = p.count(1)
+			c.failures, err = p.count(1)
 		case "min":
-			c.MinCalls, err = p.count(1)
+			c.minCalls, err = p.count(1)
 		case "probes":
-			c.Probes, err = p.count(1)
+			c.probes, err = p.count(1)
 		case "close":
-			c.Successes, err = p.count(1)
+			c.successes, err = p.count(1)
 		case "rate":
 			var ppm int64
 			ppm, err = p.percent(1, 1_000_000, "a failure rate in (0%, 100%] such as 50%")
-			c.Rate = float64(ppm) / 1e6
+			c.rate = float64(ppm) / 1e6
 		case "window":
 			window, err = p.duration(MinWindow)
-			c.Window = window
+			c.window = window
 		case "lease":
-			c.Lease, err = p.duration(time.Millisecond)
+			c.lease, err = p.duration(time.Millisecond)
 		case "cooldown":
-			c.Cooldown, err = p.policy()
+			c.cooldown, err = p.policy()
 		case "budget":
-			c.Budget, err = p.budget()
+			c.budget, err = p.budget()
 		}
 		if err != nil {
 			return Breaker{}, err
@@ -225,7 +225,7 @@ func (p *parser) breaker() (Breaker, error) {
 	if err := p.expect(')'); err != nil {
 		return Breaker{}, err
 	}
-	b, err := New(c)
+	b, err := build(c)
 	if err != nil {
 		// Settings each well formed, but not a breaker together.
 		return Breaker{}, p.at(start, "%s", strings.TrimPrefix(err.Error(), "breaker: "))
@@ -259,17 +259,18 @@ func (p *parser) budget() (Budget, error) {
 	if err := p.expect(')'); err != nil {
 		return Budget{}, err
 	}
-	b, err := newBudget(ratio, floor, int64(burst))
+	b, err := newBudget(ratio, floor, burst)
 	if err != nil {
 		return Budget{}, p.at(start, "%s", strings.TrimPrefix(err.Error(), "breaker: "))
 	}
 	return b, nil
 }
 
-// count reads a whole number of at least lo.
-func (p *parser) count(lo int) (int, error) {
+// count reads a whole number of at least lo, up to the largest int64 on
+// every GOARCH.
+func (p *parser) count(lo int64) (int64, error) {
 	tok, at := p.Token()
-	n, err := strconv.Atoi(tok)
+	n, err := strconv.ParseInt(tok, 10, 64)
 	if err != nil || n < lo || tok[0] == '+' {
 		p.Pos = at
 		return 0, p.errorf("a whole number >= %d", lo)
