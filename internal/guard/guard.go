@@ -377,14 +377,24 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 		return
 	}
 	next := time.Time{}
-	if tr.Changed() && tr.To == breaker.Open {
+	if tr.To == breaker.Open && (tr.Changed() || g.viewOf(dep) != breaker.Open) {
 		// When the next probe may run is in the store's status: one more
-		// round trip, once per trip.
-		if st, serr := g.store.Status(rctx, dep); serr == nil {
+		// round trip, once per trip this process makes, or learns of from
+		// a report (the breaker was open already: another process tripped
+		// it while this run ran), for every change to open is told with
+		// its next probe.
+		if st, serr := g.store.Status(rctx, dep); serr == nil && st.State == breaker.Open {
 			next = st.NextProbe
 		}
 	}
 	g.saw(ctx, dep, tr, seq, next)
+}
+
+// viewOf is the state this process last saw of dep's breaker.
+func (g *Guard) viewOf(dep string) breaker.State {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.known[dep].state
 }
 
 // begin numbers a store call as it starts.

@@ -182,6 +182,31 @@ func TestOtherGuardsLearnOfChanges(t *testing.T) {
 	}
 }
 
+// TestLearnedTripByReportTellsNextProbe: a process that learns of a trip
+// from its report (its run started before another process tripped the
+// breaker) tells the change to open with when the next probe may run, as
+// it does when it learns it from a question.
+func TestLearnedTripByReportTellsNextProbe(t *testing.T) {
+	g1, store, clk, _ := setup(t, map[string]string{"charge": "payments"})
+	w2 := &watcher{}
+	g2 := newGuard(store, map[string]string{"refund": "payments"}, w2, clk)
+	ctx := context.Background()
+	running := g2.Ask(ctx, "refund", "r1", false)
+	if running.Deferred() {
+		t.Fatal("a closed breaker held the run back")
+	}
+	for i := range 2 {
+		g1.Done(ctx, g1.Ask(ctx, "charge", fmt.Sprint(i), false), errDown, false)
+	}
+	g2.Done(ctx, running, errDown, false)
+	if got := w2.told(); fmt.Sprint(got) != "[payments closed->open (learned)]" {
+		t.Fatalf("second process told %v, want the trip, learned", got)
+	}
+	if want := storetest.T0.Add(10 * time.Second); !w2.changes[0].NextProbe.Equal(want) {
+		t.Errorf("trip learned from a report told NextProbe %v, want the end of the cool-down, %v", w2.changes[0].NextProbe, want)
+	}
+}
+
 func TestOutcome(t *testing.T) {
 	marked := breaker.Dependency(errDown, "payments")
 	cases := []struct {
