@@ -53,6 +53,25 @@ type Job struct {
 	ID string
 }
 
+// DefaultStoreTimeout is how long a call of the Redis or the PostgreSQL
+// store may take, unless its Options say otherwise: past it the call
+// returns an error, and the adapter runs the job anyway (a question) or
+// drops the report (see docs/breaker.md).
+const DefaultStoreTimeout = time.Second
+
+// StoreTimeout is the bound a store's Options.Timeout of d sets on each
+// call: d itself, [DefaultStoreTimeout] for 0, and 0 (no bound but the
+// call's context) for a negative d.
+func StoreTimeout(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultStoreTimeout
+	case d < 0:
+		return 0
+	}
+	return d
+}
+
 // Remember is how long after its deferral ends a store remembers a job it
 // deferred, when the job does not come back.
 const Remember = 24 * time.Hour

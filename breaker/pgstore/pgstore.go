@@ -102,6 +102,13 @@ type Options struct {
 	// Now, when set, replaces the database's clock. For tests and
 	// simulations; leave it nil in production.
 	Now func() time.Time
+	// Timeout bounds each call of the store (Allow, Record, Status,
+	// List): past it the call returns an error whatever the server does,
+	// even with a client that does not honour its context. 0 means
+	// breaker.DefaultStoreTimeout (1s); a negative Timeout leaves calls
+	// bounded only by their context. A worker waits that long at most
+	// before a bound job runs and again after it ran.
+	Timeout time.Duration
 }
 
 // Store is a [breaker.Store] on PostgreSQL. Build it with [New]; it is
@@ -111,7 +118,9 @@ type Store struct {
 	pool  *pgxpool.Pool
 	rules breaker.Rules
 	now   func() time.Time
-	table string
+	// timeout bounds each call; 0 leaves it to the context.
+	timeout time.Duration
+	table   string
 
 	qRead, qLock, qWrite, qList     string
 	qRemembered, qRemember, qForget string
@@ -119,6 +128,26 @@ type Store struct {
 }
 
 var _ breaker.Store = (*Store)(nil)
+
+// Allow implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: allow "+dep, func(ctx context.Context) (breaker.Verdict, error) { return s.allow(ctx, dep, job) })
+}
+
+// Record implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: record "+dep, func(ctx context.Context) (breaker.Transition, error) { return s.record(ctx, dep, t, o) })
+}
+
+// Status implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: status "+dep, func(ctx context.Context) (breaker.Status, error) { return s.statusOf(ctx, dep) })
+}
+
+// List implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: list", func(ctx context.Context) ([]breaker.Status, error) { return s.list(ctx) })
+}
 
 const columns = `state, gen, trips, failures, until_ms, probes, successes, lease_ms, tokens, tokens_at_ms,
 	window_epoch, window_successes, window_failures, rule`
@@ -130,7 +159,7 @@ const clockMillis = `floor(extract(epoch from clock_timestamp()) * 1000)::bigint
 func New(pool *pgxpool.Pool, rules breaker.Rules, o Options) *Store {
 	t, d := tableName(o.Schema), deferredName(o.Schema)
 	return &Store{
-		pool: pool, rules: rules.Clone(), now: o.Now, table: t,
+		pool: pool, rules: rules.Clone(), now: o.Now, table: t, timeout: breaker.StoreTimeout(o.Timeout),
 		qRead: `SELECT ` + clockMillis + `, r.* FROM (SELECT 1) one LEFT JOIN LATERAL
 	(SELECT ` + columns + ` FROM ` + t + ` WHERE dependency = $1) r ON true`,
 		qRemembered: `SELECT ` + clockMillis + `, EXISTS (SELECT 1 FROM ` + d + ` WHERE dependency = $1 AND job = $2
@@ -218,8 +247,8 @@ func (s *Store) clock(dbNow int64) (time.Time, error) {
 	return safe.Value("pgstore: clock", time.Time{}, s.now)
 }
 
-// Allow implements [breaker.Store].
-func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+// allow is Allow without the bound of the store's Timeout.
+func (s *Store) allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
 	if err := breaker.CheckJobID(job.ID); err != nil {
 		return breaker.Verdict{}, err
 	}
@@ -253,8 +282,8 @@ func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker
 	return v, nil
 }
 
-// Record implements [breaker.Store].
-func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+// record is Record without the bound of the store's Timeout.
+func (s *Store) record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
 	var tr breaker.Transition
 	err := s.transition(ctx, dep, "", nil, func(b breaker.Breaker, c *breaker.Circuit, now time.Time) error {
 		// The cool-down policy is the user's: it must not take the
@@ -338,8 +367,8 @@ func (s *Store) transition(ctx context.Context, dep, job string, remembered *boo
 	})
 }
 
-// Status implements [breaker.Store].
-func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) {
+// statusOf is Status without the bound of the store's Timeout.
+func (s *Store) statusOf(ctx context.Context, dep string) (breaker.Status, error) {
 	if err := breaker.CheckName(dep); err != nil {
 		return breaker.Status{}, err
 	}
@@ -369,8 +398,8 @@ func (s *Store) status(dep string, r row) (breaker.Status, error) {
 	return st, nil
 }
 
-// List implements [breaker.Store].
-func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
+// list is List without the bound of the store's Timeout.
+func (s *Store) list(ctx context.Context) ([]breaker.Status, error) {
 	rows, err := s.pool.Query(ctx, s.qList)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list: %w", noTable(err))

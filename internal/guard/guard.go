@@ -20,8 +20,10 @@ import (
 	"github.com/rebound-go/rebound/observe"
 )
 
-// Timeout bounds each question and report to the store: a store that
-// hangs must not hold a job for longer than that.
+// Timeout bounds each question and report to the store, whatever store it
+// is (the stores of this module bound their own calls by their Timeout
+// option, 1s by default): a store that hangs, even one that does not
+// honour its context, must not hold a job for longer than that.
 const Timeout = 5 * time.Second
 
 // DefaultSpread is how far apart the runs held back by one breaker wake
@@ -187,9 +189,9 @@ func (g *Guard) Ask(ctx context.Context, kind, jobID string, retry bool) Pass {
 		job.ID = "" // not rememberable; the question still counts
 	}
 	seq := g.begin()
-	qctx, cancel := context.WithTimeout(ctx, Timeout)
-	v, err := g.store.Allow(qctx, dep, job)
-	cancel()
+	v, err := safe.Within(ctx, Timeout, "breaker store: allow", func(ctx context.Context) (breaker.Verdict, error) {
+		return g.store.Allow(ctx, dep, job)
+	})
 	p.At = g.now()
 	if err != nil {
 		g.end(seq)
@@ -282,9 +284,9 @@ func (g *Guard) ruleOf(ctx context.Context, dep string) ruleInfo {
 		return c.info
 	}
 	var info ruleInfo
-	sctx, cancel := context.WithTimeout(ctx, Timeout)
-	st, err := g.store.Status(sctx, dep)
-	cancel()
+	st, err := safe.Within(ctx, Timeout, "breaker store: status", func(ctx context.Context) (breaker.Status, error) {
+		return g.store.Status(ctx, dep)
+	})
 	if err == nil && st.Rule != "" {
 		if b, perr := breaker.Parse(st.Rule); perr == nil {
 			info.spread, _ = safe.Value("policy", time.Duration(0), func() time.Duration { return b.Cooldown(dep, 1) })
@@ -368,9 +370,10 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 		return // a marker with a name no store can keep
 	}
 	seq := g.begin()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
-	defer cancel()
-	tr, err := g.store.Record(rctx, dep, t, o)
+	rctx := context.WithoutCancel(ctx)
+	tr, err := safe.Within(rctx, Timeout, "breaker store: record", func(ctx context.Context) (breaker.Transition, error) {
+		return g.store.Record(ctx, dep, t, o)
+	})
 	if err != nil {
 		g.end(seq)
 		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
@@ -383,7 +386,10 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 		// a report (the breaker was open already: another process tripped
 		// it while this run ran), for every change to open is told with
 		// its next probe.
-		if st, serr := g.store.Status(rctx, dep); serr == nil && st.State == breaker.Open {
+		st, serr := safe.Within(rctx, Timeout, "breaker store: status", func(ctx context.Context) (breaker.Status, error) {
+			return g.store.Status(ctx, dep)
+		})
+		if serr == nil && st.State == breaker.Open {
 			next = st.NextProbe
 		}
 	}
