@@ -88,6 +88,9 @@ type Guard struct {
 	stashed  map[string]sighting
 	rules    map[string]cached    // what deferrals need of each dependency's breaker
 	slots    map[string]time.Time // the next free slot of runs the budget holds back
+
+	// A test's resend intervals; zero for the constants.
+	resendFirst, resendEvery, resendFor time.Duration
 }
 
 // view is what this process last saw of a dependency's breaker: its state,
@@ -364,11 +367,73 @@ func (g *Guard) Done(ctx context.Context, p Pass, err error, neutral bool) {
 	}
 }
 
-// record sends one report and tells observers of the change it made.
+// record sends one report and tells observers of the change it made. A
+// probe's report the store did not take (it was down, or hung past its
+// timeout) is sent again in the background until it does: the breaker is
+// half-open until its probes report, and without it a probe lost that way
+// would hold its slot until its lease ran out (a minute by default) after
+// the store came back.
 func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) {
 	if breaker.CheckName(dep) != nil {
 		return // a marker with a name no store can keep
 	}
+	err := g.send(ctx, dep, t, o)
+	if err == nil {
+		return
+	}
+	if t.Probe && t.Admitted {
+		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q, a probe's report, sent again until the store takes it: %w", g.prefix(), o, dep, err))
+		go g.resend(context.WithoutCancel(ctx), dep, t, o)
+		return
+	}
+	g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
+}
+
+// Resending a probe's lost report: first after ResendFirst, then at
+// doubling intervals up to ResendEvery, for at most ResendFor. So once the
+// store answers again, a half-open breaker whose probe's worker lives
+// hears the probe's outcome within ResendEvery (plus one call); a probe
+// whose worker died frees its slot when its lease runs out.
+const (
+	ResendFirst = 100 * time.Millisecond
+	ResendEvery = time.Second
+	ResendFor   = 5 * time.Minute
+)
+
+// resend sends a probe's report again until the store takes it, or for
+// ResendFor.
+func (g *Guard) resend(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) {
+	first, every, total := g.resendTimes()
+	deadline := time.Now().Add(total)
+	wait := first
+	for {
+		timer := time.NewTimer(wait)
+		<-timer.C
+		err := g.send(ctx, dep, t, o)
+		if err == nil {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			g.n.Report(fmt.Errorf("%s: breaker: a probe's %s report of dependency %q was not taken in %s, giving up (its slot frees when its lease ends): %w", g.prefix(), o, dep, total, err))
+			return
+		}
+		wait = min(2*wait, every)
+	}
+}
+
+// resendTimes are the resend intervals: the constants, or a test's.
+func (g *Guard) resendTimes() (first, every, total time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resendEvery > 0 {
+		return g.resendFirst, g.resendEvery, g.resendFor
+	}
+	return ResendFirst, ResendEvery, ResendFor
+}
+
+// send sends one report, bounded by Timeout, and tells observers of the
+// change it made.
+func (g *Guard) send(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) error {
 	seq := g.begin()
 	rctx := context.WithoutCancel(ctx)
 	tr, err := safe.Within(rctx, Timeout, "breaker store: record", func(ctx context.Context) (breaker.Transition, error) {
@@ -376,8 +441,7 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	})
 	if err != nil {
 		g.end(seq)
-		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
-		return
+		return err
 	}
 	next := time.Time{}
 	if tr.To == breaker.Open && (tr.Changed() || g.viewOf(dep) != breaker.Open) {
@@ -394,6 +458,7 @@ func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 		}
 	}
 	g.saw(ctx, dep, tr, seq, next)
+	return nil
 }
 
 // viewOf is the state this process last saw of dep's breaker.
