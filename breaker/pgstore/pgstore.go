@@ -43,7 +43,9 @@ type Execer interface {
 // Migrate creates the breaker tables in schema ("" for the search path's
 // first schema), if they are not there yet: one row per dependency, and
 // the jobs each breaker deferred. Run it with the application's
-// other migrations; it is safe to run again.
+// other migrations; it is safe to run again, and a table made by an
+// earlier version needs it again (it adds the column of the probes'
+// leases, one per probe).
 func Migrate(ctx context.Context, db Execer, schema string) error {
 	_, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+tableName(schema)+` (
 	dependency       text PRIMARY KEY,
@@ -61,10 +63,16 @@ func Migrate(ctx context.Context, db Execer, schema string) error {
 	window_successes bigint[] NOT NULL DEFAULT '{}',
 	window_failures  bigint[] NOT NULL DEFAULT '{}',
 	rule             text NOT NULL DEFAULT '',
-	updated_at       timestamptz NOT NULL DEFAULT now()
+	updated_at       timestamptz NOT NULL DEFAULT now(),
+	leases_ms        bigint[] NOT NULL DEFAULT '{}'
 )`)
 	if err != nil {
 		return fmt.Errorf("pgstore: create table %s: %w", tableName(schema), err)
+	}
+	// A table made before each probe had a lease of its own.
+	_, err = db.Exec(ctx, `ALTER TABLE `+tableName(schema)+` ADD COLUMN IF NOT EXISTS leases_ms bigint[] NOT NULL DEFAULT '{}'`)
+	if err != nil {
+		return fmt.Errorf("pgstore: add the probes' leases to %s: %w", tableName(schema), err)
 	}
 	_, err = db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+deferredName(schema)+` (
 	dependency text NOT NULL,
@@ -150,7 +158,7 @@ func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
 }
 
 const columns = `state, gen, trips, failures, until_ms, probes, successes, lease_ms, tokens, tokens_at_ms,
-	window_epoch, window_successes, window_failures, rule`
+	window_epoch, window_successes, window_failures, rule, leases_ms`
 
 const clockMillis = `floor(extract(epoch from clock_timestamp()) * 1000)::bigint`
 
@@ -177,7 +185,7 @@ func New(pool *pgxpool.Pool, rules breaker.Rules, o Options) *Store {
 	RETURNING ` + clockMillis + `, ` + columns,
 		qWrite: `UPDATE ` + t + ` SET state = $2, gen = $3, trips = $4, failures = $5, until_ms = $6,
 	probes = $7, successes = $8, lease_ms = $9, tokens = $10, tokens_at_ms = $11,
-	window_epoch = $12, window_successes = $13, window_failures = $14, rule = $15, updated_at = now()
+	window_epoch = $12, window_successes = $13, window_failures = $14, rule = $15, leases_ms = $16, updated_at = now()
 	WHERE dependency = $1`,
 		qList: `SELECT ` + clockMillis + `, dependency, ` + columns + ` FROM ` + t + ` ORDER BY dependency`,
 	}
@@ -199,7 +207,7 @@ func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 		state                        *int16
 		gen, trips, fails, until     *int64
 		probes, succ, lease, tok, at *int64
-		ep, ws, wf                   []int64
+		ep, ws, wf, leases           []int64
 		rule                         *string
 	)
 	dest := []any{&now}
@@ -209,7 +217,7 @@ func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 	if dep != nil {
 		dest = append(dest, dep)
 	}
-	dest = append(dest, &state, &gen, &trips, &fails, &until, &probes, &succ, &lease, &tok, &at, &ep, &ws, &wf, &rule)
+	dest = append(dest, &state, &gen, &trips, &fails, &until, &probes, &succ, &lease, &tok, &at, &ep, &ws, &wf, &rule, &leases)
 	if err := r.Scan(dest...); err != nil {
 		return row{}, err
 	}
@@ -226,6 +234,9 @@ func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 	out.c = breaker.Circuit{
 		State: breaker.State(*state), Gen: v(gen), Trips: v(trips), Failures: v(fails), Until: v(until),
 		Probes: v(probes), Successes: v(succ), Lease: v(lease), Budget: breaker.Tokens{Units: v(tok), At: v(at)},
+	}
+	if len(leases) > 0 {
+		out.c.Leases = leases
 	}
 	for i := range out.c.Window {
 		if i < len(ep) && i < len(ws) && i < len(wf) {
@@ -338,7 +349,7 @@ func (s *Store) transition(ctx context.Context, dep, job string, remembered *boo
 	if err := apply(b, &c, now); err != nil {
 		return err
 	}
-	if c == r.c {
+	if c.Equal(r.c) {
 		return nil // nothing to write: the read was the whole transition
 	}
 	// A breaker's state is soft: losing the last few milliseconds of it
@@ -362,9 +373,18 @@ func (s *Store) transition(ctx context.Context, dep, job string, remembered *boo
 			ep[i], ws[i], wf[i] = w.Epoch, w.Successes, w.Failures
 		}
 		_, err = tx.Exec(ctx, s.qWrite, dep, int16(c.State), c.Gen, c.Trips, c.Failures, c.Until,
-			c.Probes, c.Successes, c.Lease, c.Budget.Units, c.Budget.At, ep, ws, wf, s.text(dep, b))
+			c.Probes, c.Successes, c.Lease, c.Budget.Units, c.Budget.At, ep, ws, wf, s.text(dep, b), leasesOrEmpty(c.Leases))
 		return err
 	})
+}
+
+// leasesOrEmpty is leases, or an empty array for none (the column is NOT
+// NULL, and pgx sends a nil slice as NULL).
+func leasesOrEmpty(leases []int64) []int64 {
+	if leases == nil {
+		return []int64{}
+	}
+	return leases
 }
 
 // statusOf is Status without the bound of the store's Timeout.

@@ -159,7 +159,7 @@ func (s *Store) allow(ctx context.Context, dep string, job breaker.Job) (breaker
 	}
 	keys := []string{Key(s.prefix, dep), DeferredKey(s.prefix, dep)}
 	r, err := ints(scriptAllow.Run(ctx, s.rdb, keys, append(args, kind, job.ID, breaker.Remember.Milliseconds())...).Slice())
-	if err != nil || len(r) != 6 {
+	if err != nil || len(r) != 7 {
 		return breaker.Verdict{}, fmt.Errorf("redisstore: allow %s: %w", dep, replyError(err, r))
 	}
 	v := breaker.Verdict{
@@ -167,7 +167,7 @@ func (s *Store) allow(ctx context.Context, dep string, job breaker.Job) (breaker
 		Transition: breaker.Transition{From: breaker.State(r[4]), To: breaker.State(r[5])},
 	}
 	if v.Runs() {
-		v.Ticket = breaker.Ticket{Gen: r[2], Probe: r[3] == 1, Admitted: true}
+		v.Ticket = breaker.Ticket{Gen: r[2], Probe: r[3] == 1, Admitted: true, Lease: r[6]}
 	} else {
 		v.Until = time.UnixMilli(r[1])
 	}
@@ -187,7 +187,7 @@ func (s *Store) record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	if err != nil {
 		return breaker.Transition{}, err
 	}
-	args = append(args, t.Gen, flag(t.Probe), flag(t.Admitted))
+	args = append(args, t.Gen, flag(t.Probe), flag(t.Admitted), t.Lease)
 	keys := []string{Key(s.prefix, dep)}
 	sc := scriptNeutral
 	switch o {
@@ -283,8 +283,8 @@ func (s *Store) status(ctx context.Context, dep string) (breaker.Status, error) 
 // decode turns the status script's reply into a Status.
 func (s *Store) decode(dep string, raw []any) (breaker.Status, error) {
 	const fields = 10 + 3*breaker.Buckets
-	if len(raw) != 2+fields {
-		return breaker.Status{}, fmt.Errorf("redisstore: status %s: %d values in the reply, want %d", dep, len(raw), 2+fields)
+	if len(raw) != 3+fields {
+		return breaker.Status{}, fmt.Errorf("redisstore: status %s: %d values in the reply, want %d", dep, len(raw), 3+fields)
 	}
 	at, ok := raw[0].(int64)
 	rule, ok2 := raw[1].(string)
@@ -306,6 +306,14 @@ func (s *Store) decode(dep string, raw []any) (breaker.Status, error) {
 	}
 	for i := range c.Window {
 		c.Window[i] = breaker.Bucket{Epoch: n[10+3*i], Successes: n[11+3*i], Failures: n[12+3*i]}
+	}
+	leases, _ := raw[2+fields].(string)
+	for _, f := range strings.Fields(leases) {
+		l, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return breaker.Status{}, fmt.Errorf("redisstore: status %s: a probe's lease is %q, want a whole number", dep, f)
+		}
+		c.Leases = append(c.Leases, l)
 	}
 	b, ok := s.rules.For(dep)
 	if !ok && rule != "" {

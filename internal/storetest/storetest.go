@@ -47,6 +47,57 @@ func Run(t *testing.T, setup Setup) {
 	t.Run("UserPanics", func(t *testing.T) { userPanics(t, setup) })
 	t.Run("RememberDeferred", func(t *testing.T) { rememberDeferred(t, setup(t)) })
 	t.Run("FreshBudget", func(t *testing.T) { freshBudget(t, setup) })
+	t.Run("LeasePerProbe", func(t *testing.T) { leasePerProbe(t, setup(t)) })
+}
+
+// leasePerProbe: every probe holds a lease of its own. With two probes and
+// a one-minute lease, a probe let through at 1s whose worker died frees
+// its slot at 61s, though a later probe holds its own until 116s: a run at
+// 70s is a probe, not deferred to 116s. The dead probe's late report
+// changes nothing; the live one's still counts.
+func leasePerProbe(t *testing.T, backend Backend) {
+	ctx := context.Background()
+	clock := NewClock(T0)
+	b := breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s), probes=2, close=2, lease=1m)"))
+	s := backend(breaker.Rules{Default: b}, clock.Now)
+	allow := func(want breaker.Decision) breaker.Verdict {
+		t.Helper()
+		v, err := s.Allow(ctx, "db", breaker.Job{Kind: breaker.Retry})
+		if err != nil || v.Decision != want {
+			t.Fatalf("at +%v: %v until %v, %v; want %v", clock.Now().Sub(T0), v.Decision, v.Until.Sub(T0), err, want)
+		}
+		return v
+	}
+	if _, err := s.Record(ctx, "db", breaker.Ticket{}, breaker.Failure); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Second)
+	dead := allow(breaker.Probe) // its worker dies; its lease ends at +61s
+	clock.Add(55 * time.Second)
+	live := allow(breaker.Probe) // its lease ends at +116s
+	if v := allow(breaker.DeferOpen); !v.Until.Equal(T0.Add(61 * time.Second)) {
+		t.Fatalf("both slots taken at +56s: deferred until +%v, want +61s, when the first lease ends", v.Until.Sub(T0))
+	}
+	if st, err := s.Status(ctx, "db"); err != nil || st.Probes != 2 || !st.NextProbe.Equal(T0.Add(61*time.Second)) {
+		t.Fatalf("status at +56s: %d probes, next at +%v, %v; want 2 and +61s", st.Probes, st.NextProbe.Sub(T0), err)
+	}
+	clock.Add(14 * time.Second) // +70s
+	if st, err := s.Status(ctx, "db"); err != nil || st.Probes != 1 || !st.NextProbe.IsZero() {
+		t.Fatalf("status at +70s: %d probes, next at %v, %v; want 1, none (a slot is free)", st.Probes, st.NextProbe, err)
+	}
+	third := allow(breaker.Probe)
+	if tr, err := s.Record(ctx, "db", dead.Ticket, breaker.Success); err != nil || tr.Changed() {
+		t.Fatalf("the dead probe's late report: %v, %v; want no change", tr, err)
+	}
+	if st, err := s.Status(ctx, "db"); err != nil || st.Probes != 2 || st.State != breaker.HalfOpen {
+		t.Fatalf("after the late report: %v with %d probes, %v; want half-open with 2", st.State, st.Probes, err)
+	}
+	if tr, err := s.Record(ctx, "db", live.Ticket, breaker.Success); err != nil || tr.Changed() {
+		t.Fatalf("the live probe's success: %v, %v; want half-open still (close=2)", tr, err)
+	}
+	if tr, err := s.Record(ctx, "db", third.Ticket, breaker.Success); err != nil || tr != (breaker.Transition{From: breaker.HalfOpen, To: breaker.Closed}) {
+		t.Fatalf("the third probe's success: %v, %v; want half-open -> closed", tr, err)
+	}
 }
 
 // freshBudget: a dependency never seen holds a full burst, whatever its
