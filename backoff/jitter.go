@@ -3,6 +3,7 @@ package backoff
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"time"
 )
@@ -325,6 +326,10 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 // there (3*prev saturated) would never reach a cap above it. The draw is
 // monotone in r and in prev, and equals between's where the span fits.
 func decorrelatedStep(r uint64, base, prev, cp int64) int64 {
+	if prev <= math.MaxInt64/3 {
+		// 3*prev fits: between's draw, the common case.
+		return min(between(r, base, 3*prev), cp)
+	}
 	// span = 3*prev - (base-1), as hi:lo; hi is 0 or 1.
 	hi3, lo3 := bits.Mul64(uint64(prev), 3)
 	lo, borrow := bits.Sub64(lo3, uint64(base-1), 0)
