@@ -295,7 +295,7 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 		src = Source{seed: fresh(), keyed: true}
 	}
 	base, cp := int64(p.base), int64(p.cap)
-	// A step maps prev to decorrelatedStep(r, base, prev, cp), which is
+	// A step maps prev to min(cp, uniform(base, 3*prev)), which is
 	// monotone in prev. A replay that reaches the cap has caught up with
 	// every chain at or below it, the true one included.
 	for w := decorrelatedWindow; ; w *= 2 {
@@ -306,7 +306,13 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 		prev, exact := base, start == 1
 		for k := start; ; k++ {
 			exact = exact || prev == cp
-			prev = decorrelatedStep(src.keyedDraw(k), base, prev, cp)
+			// A step is min(cp, uniform(base, 3*prev)): between's draw
+			// where 3*prev fits, the 65-bit one of wideStep above.
+			if r := src.keyedDraw(k); prev <= math.MaxInt64/3 {
+				prev = min(between(r, base, 3*prev), cp)
+			} else {
+				prev = wideStep(r, base, prev, cp)
+			}
 			if k == attempt { // not k <= attempt: attempt may be math.MaxInt
 				break
 			}
@@ -318,18 +324,15 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 	}
 }
 
-// decorrelatedStep is one step of the recurrence: min(cp, uniform(base,
-// 3*prev)) for the random word r, with 0 < base <= prev <= cp. The draw
+// wideStep is one step of the recurrence, min(cp, uniform(base, 3*prev))
+// for the random word r with 0 < base <= prev <= cp, where 3*prev does not
+// fit in 64 bits (replay takes between's draw itself where it does). The draw
 // maps r onto the 3*prev-base+1 values of [base, 3*prev] by a multiply, as
 // between does, but the span is held in 65 bits: 3*prev passes the largest
 // Duration once prev is above a third of it, and a span cut to 64 bits
 // there (3*prev saturated) would never reach a cap above it. The draw is
 // monotone in r and in prev, and equals between's where the span fits.
-func decorrelatedStep(r uint64, base, prev, cp int64) int64 {
-	if prev <= math.MaxInt64/3 {
-		// 3*prev fits: between's draw, the common case.
-		return min(between(r, base, 3*prev), cp)
-	}
+func wideStep(r uint64, base, prev, cp int64) int64 {
 	// span = 3*prev - (base-1), as hi:lo; hi is 0 or 1.
 	hi3, lo3 := bits.Mul64(uint64(prev), 3)
 	lo, borrow := bits.Sub64(lo3, uint64(base-1), 0)
