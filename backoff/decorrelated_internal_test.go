@@ -3,6 +3,7 @@ package backoff
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"testing"
 	"time"
 )
@@ -10,16 +11,26 @@ import (
 // statefulDecorrelated runs AWS's recurrence the way a stateful client does,
 // one step after another from prev = base, on the keyed draws Delay uses:
 // prev_k = min(cap, uniform(base, 3*prev_{k-1})), the uniform drawn from
-// step k's keyed word. It returns prev_1 .. prev_n at indexes 1 .. n.
+// step k's keyed word r as base + floor(r * (3*prev-base+1) / 2^64), in
+// big integers, so that 3*prev is never cut to a Duration. It returns
+// prev_1 .. prev_n at indexes 1 .. n.
 func statefulDecorrelated(base, cap time.Duration, src Source, n int) []time.Duration {
 	out := make([]time.Duration, n+1)
 	prev := int64(base)
+	b, c := big.NewInt(int64(base)), big.NewInt(int64(cap))
+	var span, off big.Int
 	for k := 1; k <= n; k++ {
-		hi := int64(math.MaxInt64) // 3*prev, saturated
-		if prev <= math.MaxInt64/3 {
-			hi = 3 * prev
+		span.Mul(big.NewInt(prev), big.NewInt(3))
+		span.Sub(&span, b)
+		span.Add(&span, big.NewInt(1))
+		off.SetUint64(src.keyedDraw(k))
+		off.Mul(&off, &span)
+		off.Rsh(&off, 64)
+		off.Add(&off, b)
+		if off.Cmp(c) > 0 {
+			off.Set(c)
 		}
-		prev = min(between(src.keyedDraw(k), int64(base), hi), int64(cap))
+		prev = off.Int64()
 		out[k] = time.Duration(prev)
 	}
 	return out
@@ -38,6 +49,8 @@ var decorrelatedCases = []struct{ base, cap time.Duration }{
 	{1, math.MaxInt64 / 3},
 	{1, math.MaxInt64/3 + 1},
 	{1 << 40, math.MaxInt64 - 1},
+	{1, math.MaxInt64/3*2 + 5},
+	{1 << 62, math.MaxInt64},
 }
 
 // TestDecorrelatedExact: for every attempt, Delay is exactly the value the

@@ -55,7 +55,9 @@
 //
 // D, BASE, STEP and CAP are durations in time.ParseDuration syntax ("250ms",
 // "1m30s"), F is a fraction in (0, 1] and MAX is the rule's MaxAttempts, a
-// whole number of runs from 1 up. For example:
+// whole number of runs from 1 up. Policies nest at most 32 levels deep,
+// counting the innermost; the wrappers refuse to build deeper, so every
+// policy the package builds reads back from its text. For example:
 //
 //	jitter(exponential(100ms, 10s)) x 5
 //
@@ -66,6 +68,8 @@
 // # Purity
 //
 // The package reads no clock, does no I/O and has no mutable package state.
-// It imports the standard library only. Adapters compute delays here and pass
+// It imports the standard library only (and the scanner of its text form,
+// a package internal to this module that imports the standard library
+// only, shared with package breaker). Adapters compute delays here and pass
 // a single literal duration to their engine; none of them computes a curve.
 package backoff

@@ -41,7 +41,7 @@ func ExampleExponential_error() {
 	_, err := backoff.Exponential(100*time.Millisecond, 50*time.Millisecond)
 	fmt.Println(err)
 	// Output:
-	// backoff: cap 50ms is below base 100ms
+	// backoff: cap 50ms is below base 100ms, want a cap of at least the base
 }
 
 func ExampleFixed() {
@@ -145,7 +145,7 @@ func ExampleParse() {
 	// proportional(0.2, exponential(1s, 1m))
 	// 1m0s
 	// backoff: parse "jitter(exponential(1s 1m))": at offset 22: expected ",", found "1m"
-	// backoff: parse "jitter(exponential(1m, 1s))": at offset 7: cap 1s is below base 1m
+	// backoff: parse "jitter(exponential(1m, 1s))": at offset 7: cap 1s is below base 1m, want a cap of at least the base
 }
 
 // A Spec loads a policy from a command-line flag (or JSON, or an environment

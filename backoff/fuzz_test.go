@@ -5,8 +5,10 @@ import (
 	"math"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/textscan"
 )
 
 // checkSyntaxError fails t unless err, from fn(s), is a *SyntaxError
@@ -19,6 +21,14 @@ func checkSyntaxError(t *testing.T, fn, s string, err error) {
 	}
 	if se.Offset < 0 || se.Offset > len(s) || se.Input != s || se.Msg == "" {
 		t.Fatalf("%s(%q): bad SyntaxError %+v", fn, s, se)
+	}
+	// Valid UTF-8, and what it quotes as found is the token there, whole
+	// or cut at a character boundary with the cut marked.
+	if err := textscan.CheckMessage(s, se.Offset, se.Msg); err != nil {
+		t.Fatalf("%s(%q): %v", fn, s, err)
+	}
+	if !utf8.ValidString(err.Error()) {
+		t.Fatalf("%s(%q): error %q is not valid UTF-8", fn, s, err)
 	}
 }
 
@@ -33,6 +43,7 @@ func FuzzParse(f *testing.F) {
 		"proportional(1, jitter(equal(linear(0s, 1ns, 9223372036854775807ns))))",
 		"exponential(1ns, 2562047h47m16.854775807s)", "fixed(1.5h)", "proportional(1e-300, fixed(1s))",
 		"jitter(", "fixed(1s))", "exponential(1s 1m)", "", "proportional(0x1p-2, fixed(1us))",
+		"fixed(5一二三四五六七八九十)", "exponential(10s, 1s)", "fixed(111111111111111111111111111111s)",
 	} {
 		f.Add(s)
 	}
@@ -151,6 +162,7 @@ func FuzzParseRule(f *testing.F) {
 		"proportional(0.2, exponential(1s, 1m)) x 9223372036854775807", "decorrelated(1ns, 1h) x 40",
 		"fixed(1s) x 0", "fixed(1s) x -1", "fixed(1s) x", "fixed(1s)", "x 5", "", "fixed(1s) x 5 x 5",
 		"fixed(1s) x 99999999999999999999", "fixed(1s) x +5", "fixed(1s) x 0x10",
+		"fixed(1s) x 9223372036854775808", "fixed(1s) x 5一二三四五六七八九十",
 	} {
 		f.Add(s)
 	}

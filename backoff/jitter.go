@@ -4,10 +4,61 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 )
 
 var errNilInner = errors.New("backoff: inner policy is nil, want a policy to wrap")
+
+// checkInner says why a wrapper cannot wrap inner, or returns nil: inner
+// must be a policy, and wrapping it must not nest policies deeper than
+// [Parse] reads back (32 levels, the wrapper included), so that what the
+// package prints it also reads.
+func checkInner(inner Policy) error {
+	if isNilPolicy(inner) {
+		return errNilInner
+	}
+	if d := depthOf(inner, maxNesting); d >= maxNesting {
+		return fmt.Errorf("backoff: inner policy nests %d or more deep, want at most %d so that the wrapper's text, %d deep, still parses", d, maxNesting-1, maxNesting)
+	}
+	return nil
+}
+
+// depthOf returns how many levels of policies p's text nests, counting p,
+// or limit when that is limit or more (a *Spec can be made to hold a
+// policy that wraps it, which has no depth).
+func depthOf(p Policy, limit int) int {
+	d := 0
+	// hops bounds the walk through Specs and guards too, which add no level.
+	for hops := 0; d < limit && hops < 4*limit; hops++ {
+		switch q := p.(type) {
+		case nil:
+			return d
+		case guarded:
+			p = q.p
+			continue
+		case Spec:
+			p = q.Policy
+			continue
+		case *Spec:
+			if q == nil {
+				return d
+			}
+			p = q.Policy
+			continue
+		case FullJitterPolicy:
+			p = q.inner
+		case EqualJitterPolicy:
+			p = q.inner
+		case ProportionalPolicy:
+			p = q.inner
+		default:
+			return d + 1
+		}
+		d++
+	}
+	return limit
+}
 
 // FullJitterPolicy draws the delay uniformly from [0, d], where d is the
 // delay of the policy it wraps (AWS's "full jitter"). Build it with [Jitter].
@@ -18,9 +69,11 @@ type FullJitterPolicy struct {
 // Jitter wraps inner in full jitter: each delay is uniform in [0, d], d being
 // inner's delay for the same attempt. It spreads a cohort of jobs that failed
 // together across the whole window, so they do not re-fire as a herd.
+// inner must not be 32 or more levels deep, the most [Parse] reads back
+// with the wrapper on top.
 func Jitter(inner Policy) (FullJitterPolicy, error) {
-	if isNilPolicy(inner) {
-		return FullJitterPolicy{}, errNilInner
+	if err := checkInner(inner); err != nil {
+		return FullJitterPolicy{}, err
 	}
 	return FullJitterPolicy{inner: guard(inner)}, nil
 }
@@ -62,10 +115,11 @@ type EqualJitterPolicy struct {
 }
 
 // EqualJitter wraps inner in equal jitter: each delay is at least half of
-// inner's delay and at most all of it.
+// inner's delay and at most all of it. inner must not be 32 or more levels
+// deep, the most [Parse] reads back with the wrapper on top.
 func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
-	if isNilPolicy(inner) {
-		return EqualJitterPolicy{}, errNilInner
+	if err := checkInner(inner); err != nil {
+		return EqualJitterPolicy{}, err
 	}
 	return EqualJitterPolicy{inner: guard(inner)}, nil
 }
@@ -112,12 +166,14 @@ type ProportionalPolicy struct {
 // Proportional wraps inner in proportional jitter of fraction f, which must be
 // in (0, 1]: with f = 0.2 a 4s delay lands in [3.2s, 4.8s]. Where d*(1+f)
 // would pass inner's maximum, the upper end of the window is that maximum.
+// inner must not be 32 or more levels deep, the most [Parse] reads back
+// with the wrapper on top.
 func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 	if !(f > 0 && f <= 1) { // also rejects NaN
 		return ProportionalPolicy{}, fmt.Errorf("backoff: jitter fraction %v is outside (0, 1]", f)
 	}
-	if isNilPolicy(inner) {
-		return ProportionalPolicy{}, errNilInner
+	if err := checkInner(inner); err != nil {
+		return ProportionalPolicy{}, err
 	}
 	return ProportionalPolicy{f: f, inner: guard(inner)}, nil
 }
@@ -185,27 +241,31 @@ type DecorrelatedPolicy struct {
 // runtime's generator). With a keyed Source one job's delays are one chain,
 // the same in every process.
 //
+// The draw spans all of [base, 3*prev] even where 3*prev is larger than
+// the largest Duration (it is computed in 65 bits), so a cap above a third
+// of the largest Duration is reached as often as the recurrence says.
+//
 // Up to attempt 32 Delay replays the chain from the first step. A later
 // attempt replays only a window of the last steps, starting from prev =
 // base. A step is monotone in prev, so that replay stays at or below the
-// true chain; once it reaches the cap (or a prev so large that 3*prev
-// saturates, as it does for the true chain then too) the two are equal from
-// there on, and Delay returns the true value. A window that never gets there
-// is doubled, from 32 steps up to 4096; a window as long as the attempt
+// true chain; once it reaches the cap the two are equal from there on,
+// and Delay returns the true value. A window that never gets there is
+// doubled, from 32 steps up to 4096; a window as long as the attempt
 // number is the full replay. Only if 4096 steps prove nothing does Delay
 // return that window's value: a chain of the same recurrence, in [base,
 // cap], started from base 4096 steps back. No policy with cap/base up to
 // 1e6 comes near that bound: of a million simulated chains, none needed
 // 1000 steps. Even for the widest policy there is, decorrelated(1ns, max
-// Duration), about one chain in 150,000 needed more than 2048 and none
-// needed 4096. So a call costs at most 8160 steps of a few nanoseconds
-// each, at any attempt number, and allocates nothing.
+// Duration), about one chain in 100,000 needed more than 2048 steps; of a
+// million, two needed the window of 4096, and both were exact there. So
+// a call costs at most 8160 steps of a few nanoseconds each, at any
+// attempt number, and allocates nothing.
 func Decorrelated(base, cap time.Duration) (DecorrelatedPolicy, error) {
 	if base <= 0 {
 		return DecorrelatedPolicy{}, fmt.Errorf("backoff: decorrelated base %s is not positive, want > 0", formatDuration(base))
 	}
 	if cap < base {
-		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
+		return DecorrelatedPolicy{}, fmt.Errorf("backoff: cap %s is below base %s, want a cap of at least the base", formatDuration(cap), formatDuration(base))
 	}
 	return DecorrelatedPolicy{base: base, cap: cap}, nil
 }
@@ -235,10 +295,9 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 		src = Source{seed: fresh(), keyed: true}
 	}
 	base, cp := int64(p.base), int64(p.cap)
-	// A step maps prev to min(cp, uniform(base, hi)), hi = 3*prev
-	// saturated. A replay whose hi equals the one the cap gives has caught
-	// up with every chain at or above it, the true one included.
-	topHi := triple(cp)
+	// A step maps prev to min(cp, uniform(base, 3*prev)), which is
+	// monotone in prev. A replay that reaches the cap has caught up with
+	// every chain at or below it, the true one included.
 	for w := decorrelatedWindow; ; w *= 2 {
 		start := 1
 		if attempt > w {
@@ -246,9 +305,14 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 		}
 		prev, exact := base, start == 1
 		for k := start; ; k++ {
-			hi := triple(prev)
-			exact = exact || hi == topHi
-			prev = min(between(src.keyedDraw(k), base, hi), cp)
+			exact = exact || prev == cp
+			// A step is min(cp, uniform(base, 3*prev)): between's draw
+			// where 3*prev fits, the 65-bit one of wideStep above.
+			if r := src.keyedDraw(k); prev <= math.MaxInt64/3 {
+				prev = min(between(r, base, 3*prev), cp)
+			} else {
+				prev = wideStep(r, base, prev, cp)
+			}
 			if k == attempt { // not k <= attempt: attempt may be math.MaxInt
 				break
 			}
@@ -260,12 +324,31 @@ func (p DecorrelatedPolicy) replay(attempt int, src Source) (d time.Duration, st
 	}
 }
 
-// triple returns 3*d, or math.MaxInt64 where that does not fit.
-func triple(d int64) int64 {
-	if d > math.MaxInt64/3 {
-		return math.MaxInt64
+// wideStep is one step of the recurrence, min(cp, uniform(base, 3*prev))
+// for the random word r with 0 < base <= prev <= cp, where 3*prev does not
+// fit in 64 bits (replay takes between's draw itself where it does). The draw
+// maps r onto the 3*prev-base+1 values of [base, 3*prev] by a multiply, as
+// between does, but the span is held in 65 bits: 3*prev passes the largest
+// Duration once prev is above a third of it, and a span cut to 64 bits
+// there (3*prev saturated) would never reach a cap above it. The draw is
+// monotone in r and in prev, and equals between's where the span fits.
+func wideStep(r uint64, base, prev, cp int64) int64 {
+	// span = 3*prev - (base-1), as hi:lo; hi is 0 or 1.
+	hi3, lo3 := bits.Mul64(uint64(prev), 3)
+	lo, borrow := bits.Sub64(lo3, uint64(base-1), 0)
+	hi := hi3 - borrow
+	// off = floor(r * span / 2^64) = floor(r*lo / 2^64) + r*hi.
+	off, _ := bits.Mul64(r, lo)
+	if hi != 0 {
+		var carry uint64
+		if off, carry = bits.Add64(off, r, 0); carry != 0 {
+			return cp // off >= 2^64, far past any cap
+		}
 	}
-	return 3 * d
+	if off >= uint64(cp-base) {
+		return cp
+	}
+	return base + int64(off)
 }
 
 // Max returns the cap.

@@ -163,7 +163,7 @@ func Exponential(base, cap time.Duration) (ExponentialPolicy, error) {
 		return ExponentialPolicy{}, fmt.Errorf("backoff: exponential base %s is not positive, want > 0", formatDuration(base))
 	}
 	if cap < base {
-		return ExponentialPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
+		return ExponentialPolicy{}, fmt.Errorf("backoff: cap %s is below base %s, want a cap of at least the base", formatDuration(cap), formatDuration(base))
 	}
 	return ExponentialPolicy{base: base, cap: cap}, nil
 }
@@ -206,7 +206,7 @@ func Linear(base, step, cap time.Duration) (LinearPolicy, error) {
 	case step < 0:
 		return LinearPolicy{}, fmt.Errorf("backoff: linear step %s is negative, want >= 0", formatDuration(step))
 	case cap < base:
-		return LinearPolicy{}, fmt.Errorf("backoff: cap %s is below base %s", formatDuration(cap), formatDuration(base))
+		return LinearPolicy{}, fmt.Errorf("backoff: cap %s is below base %s, want a cap of at least the base", formatDuration(cap), formatDuration(base))
 	}
 	return LinearPolicy{base: base, step: step, cap: cap}, nil
 }

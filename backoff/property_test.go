@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +57,11 @@ func TestPropertyMonotone(t *testing.T) {
 			p = backoff.Must(backoff.Linear(base, randDuration(r), cap))
 		}
 		prev := time.Duration(-1)
-		for _, a := range []int{1, 2, 3, 10, 30, 61, 62, 63, 64, 65, 100, 1 << 20, 1 << 40, math.MaxInt - 1, math.MaxInt} {
+		attempts := []int{1, 2, 3, 10, 30, 61, 62, 63, 64, 65, 100, 1 << 20, math.MaxInt32}
+		if shift := 40; strconv.IntSize == 64 { // 1 << 40, written so that it compiles for GOARCH=386
+			attempts = append(attempts, 1<<shift)
+		}
+		for _, a := range append(attempts, math.MaxInt-1, math.MaxInt) {
 			d := backoff.Delay(p, a, backoff.Source{})
 			if d < prev {
 				t.Fatalf("%v: attempt %d gives %v, below the previous %v", p, a, d, prev)
@@ -396,4 +401,53 @@ func cdf(xs []float64, x float64) float64 {
 		return 1
 	})
 	return float64(i) / float64(len(xs))
+}
+
+// TestPropertyDecorrelatedReachesCap: where the cap is above a third of the
+// largest Duration, so that 3*prev no longer fits in one, the recurrence
+// still draws from all of [base, 3*prev]: the share of keys whose delay is
+// the cap matches an independent floating-point simulation of min(cap,
+// uniform(base, 3*prev)) on its own generator. For decorrelated(1ns, max
+// Duration) at attempt 5000 that share is about 17.6%; a draw whose top is
+// cut to the largest Duration never reaches the cap (0%).
+func TestPropertyDecorrelatedReachesCap(t *testing.T) {
+	n := 10000
+	if testing.Short() {
+		n = 2000
+	}
+	const attempt = 5000
+	for ci, c := range []struct{ base, cap time.Duration }{
+		{1, math.MaxInt64},
+		{1, math.MaxInt64/3*2 + 1},
+		{time.Second, math.MaxInt64 / 2},
+	} {
+		p := backoff.Must(backoff.Decorrelated(c.base, c.cap))
+		atCap := 0
+		for i := range n {
+			if backoff.Delay(p, attempt, backoff.KeyUint64(uint64(i))) == c.cap {
+				atCap++
+			}
+		}
+		r := newRand(23, uint64(ci))
+		base, cp := float64(c.base), float64(c.cap)
+		simCap := 0
+		for range n {
+			prev := base
+			for range attempt {
+				prev = min(cp, base+r.Float64()*(3*prev-base))
+			}
+			if prev >= cp {
+				simCap++
+			}
+		}
+		got, want := float64(atCap)/float64(n), float64(simCap)/float64(n)
+		// Two samples of n: the difference has a standard error of about
+		// 0.0054 at n = 10000 and p = 0.18; allow six of them.
+		tol := 6 * math.Sqrt(2*want*(1-want)/float64(n))
+		t.Logf("%v at attempt %d: %.2f%% of keys at the cap, %.2f%% of simulated chains", p, attempt, 100*got, 100*want)
+		if want < 0.05 || math.Abs(got-want) > tol {
+			t.Errorf("%v at attempt %d: %.2f%% of keys reach the cap, %.2f%% of simulated chains do (tolerance %.2f%%)",
+				p, attempt, 100*got, 100*want, 100*tol)
+		}
+	}
 }

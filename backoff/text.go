@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rebound-go/rebound/internal/textscan"
 )
 
 // Parse reads a policy in its text form, the form every policy's String
@@ -23,13 +25,12 @@ import (
 // returns a policy equal to p. An error names the offset in s where the input
 // went wrong and what was expected there.
 func Parse(s string) (Policy, error) {
-	ps := parser{src: s}
+	ps := newParser(s)
 	p, err := ps.policy()
 	if err != nil {
 		return nil, err
 	}
-	ps.space()
-	if ps.pos < len(ps.src) {
+	if !ps.AtEnd() {
 		return nil, ps.errorf("end of input")
 	}
 	return p, nil
@@ -46,28 +47,26 @@ func Parse(s string) (Policy, error) {
 // [*SyntaxError] that names the offset in s where the input went wrong and
 // what was expected there.
 func ParseRule(s string) (Rule, error) {
-	ps := parser{src: s}
+	ps := newParser(s)
 	p, err := ps.policy()
 	if err != nil {
 		return Rule{}, err
 	}
-	ps.space()
-	if ps.pos >= len(ps.src) || ps.src[ps.pos] != 'x' {
-		return Rule{}, ps.errorf(`"x" and MaxAttempts, as in "%s x 5"`, strings.TrimSpace(ps.src[:ps.pos]))
+	if !ps.Peek('x') {
+		return Rule{}, ps.errorf(`"x" and MaxAttempts, as in "%s x 5"`, strings.TrimSpace(ps.Src[:ps.Pos]))
 	}
-	ps.pos++
-	tok, at := ps.token()
+	ps.Pos++
+	tok, at := ps.Token()
 	n, nerr := strconv.Atoi(tok)
 	if nerr != nil {
-		ps.pos = at
+		ps.Pos = at
 		return Rule{}, ps.errorf("MaxAttempts, the number of runs from 1 to %d", math.MaxInt)
 	}
 	r, err := NewRule(p, n)
 	if err != nil {
 		return Rule{}, &SyntaxError{Input: s, Offset: at, Msg: strings.TrimPrefix(err.Error(), "backoff: ")}
 	}
-	ps.space()
-	if ps.pos < len(ps.src) {
+	if !ps.AtEnd() {
 		return Rule{}, ps.errorf("end of input")
 	}
 	return r, nil
@@ -90,68 +89,42 @@ func (e *SyntaxError) Error() string {
 }
 
 type parser struct {
-	src   string
-	pos   int
+	textscan.Scanner
 	depth int
 }
 
-// maxNesting bounds how deeply Parse lets policies nest. Real policies nest
-// two or three deep; the bound keeps hostile input from recursing without
-// limit.
+// newParser returns a parser of s; a token ends at a bracket, a comma or a
+// space.
+func newParser(s string) parser { return parser{Scanner: textscan.Scanner{Src: s, Delims: "(),"}} }
+
+// maxNesting bounds how deeply Parse lets policies nest, and so how deeply
+// the wrappers let themselves be nested (they refuse to build deeper, so
+// that every policy's text parses back). Real policies nest two or three
+// deep; the bound keeps hostile input from recursing without limit.
 const maxNesting = 32
 
-func (p *parser) space() {
-	for p.pos < len(p.src) && (p.src[p.pos] == ' ' || p.src[p.pos] == '\t' || p.src[p.pos] == '\n' || p.src[p.pos] == '\r') {
-		p.pos++
-	}
-}
-
-// found describes what stands at the current position, for error messages.
-func (p *parser) found() string {
-	if p.pos >= len(p.src) {
-		return "end of input"
-	}
-	end := p.pos + 1
-	for end < len(p.src) && end-p.pos < 12 && !strings.ContainsRune("(), \t", rune(p.src[end])) {
-		end++
-	}
-	return strconv.Quote(p.src[p.pos:end])
-}
-
 func (p *parser) errorf(expected string, args ...any) *SyntaxError {
-	return &SyntaxError{Input: p.src, Offset: p.pos, Msg: "expected " + fmt.Sprintf(expected, args...) + ", found " + p.found()}
+	return &SyntaxError{Input: p.Src, Offset: p.Pos, Msg: p.Expected(expected, args...)}
 }
 
 func (p *parser) expect(c byte) error {
-	p.space()
-	if p.pos < len(p.src) && p.src[p.pos] == c {
-		p.pos++
+	if p.Accept(c) {
 		return nil
 	}
 	return p.errorf("%q", string(c))
 }
 
-// token returns the run of characters up to the next delimiter.
-func (p *parser) token() (string, int) {
-	p.space()
-	start := p.pos
-	for p.pos < len(p.src) && !strings.ContainsRune("(), \t\n\r", rune(p.src[p.pos])) {
-		p.pos++
-	}
-	return p.src[start:p.pos], start
-}
-
 const policyNames = "fixed, exponential, linear, decorrelated, jitter, equal or proportional"
 
 func (p *parser) policy() (Policy, error) {
-	p.space()
+	p.Space()
 	if p.depth >= maxNesting {
-		return nil, &SyntaxError{Input: p.src, Offset: p.pos,
+		return nil, &SyntaxError{Input: p.Src, Offset: p.Pos,
 			Msg: fmt.Sprintf("policies nest more than %d deep, want at most %d", maxNesting, maxNesting)}
 	}
 	p.depth++
 	defer func() { p.depth-- }()
-	name, at := p.token()
+	name, at := p.Token()
 	if name == "" {
 		return nil, p.errorf("a policy name (%s)", policyNames)
 	}
@@ -222,10 +195,10 @@ func (p *parser) policy() (Policy, error) {
 		})
 	case "proportional":
 		err = p.call(func() error {
-			tok, at := p.token()
+			tok, at := p.Token()
 			f, ferr := strconv.ParseFloat(tok, 64)
 			if ferr != nil || tok == "" || !(f > 0 && f <= 1) {
-				p.pos = at
+				p.Pos = at
 				return p.errorf("a fraction in (0, 1]")
 			}
 			if err := p.expect(','); err != nil {
@@ -239,13 +212,13 @@ func (p *parser) policy() (Policy, error) {
 			return err
 		})
 	default:
-		p.pos = at
+		p.Pos = at
 		return nil, p.errorf("a policy name (%s)", policyNames)
 	}
 	if err != nil {
 		if _, ok := err.(*SyntaxError); !ok {
 			// A well-formed call with arguments the constructor refused.
-			err = &SyntaxError{Input: p.src, Offset: at, Msg: strings.TrimPrefix(err.Error(), "backoff: ")}
+			err = &SyntaxError{Input: p.Src, Offset: at, Msg: strings.TrimPrefix(err.Error(), "backoff: ")}
 		}
 		return nil, err
 	}
@@ -264,42 +237,21 @@ func (p *parser) call(body func() error) error {
 }
 
 func (p *parser) duration() (time.Duration, error) {
-	tok, at := p.token()
+	tok, at := p.Token()
 	if tok == "" {
 		return 0, p.errorf("a duration such as 100ms")
 	}
 	d, err := time.ParseDuration(tok)
 	if err != nil {
-		p.pos = at
+		p.Pos = at
 		return 0, p.errorf("a duration such as 100ms")
 	}
 	return d, nil
 }
 
-// formatDuration prints d in the largest unit that holds it exactly, so
-// "1m" rather than "1m0s" and "1500ms" rather than "1.5s"; the result always
-// parses back to d.
-func formatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	if d < 0 {
-		if d == -d { // the most negative Duration has no positive twin
-			return d.String()
-		}
-		return "-" + formatDuration(-d)
-	}
-	units := [...]struct {
-		size time.Duration
-		name string
-	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}}
-	for _, u := range units {
-		if d%u.size == 0 {
-			return strconv.FormatInt(int64(d/u.size), 10) + u.name
-		}
-	}
-	return strconv.FormatInt(int64(d), 10) + "ns"
-}
+// formatDuration prints d in the largest unit that holds it exactly; the
+// result always parses back to d.
+func formatDuration(d time.Duration) string { return textscan.FormatDuration(d) }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
 

@@ -102,6 +102,13 @@ func TestParseErrors(t *testing.T) {
 		{"proportional(0.2 fixed(1s))", 17, `expected ",", found "fixed"`},
 		{"proportional(0.2, )", 18, `expected a policy name`},
 		{deep, 7 * 32, `policies nest more than 32 deep, want at most 32`},
+		// A long token is quoted up to a character boundary and marked as
+		// cut, with its length; a message never splits a character.
+		{"fixed(5一二三四五六七八九十)", 6, `expected a duration such as 100ms, found "5一二三四五六七"... (31 bytes)`},
+		{"fixed(" + strings.Repeat("1", 40) + "s)", 6, `found "` + strings.Repeat("1", 24) + `"... (41 bytes)`},
+		{"exponential(10s, 1s)", 0, `cap 1s is below base 10s, want a cap of at least the base`},
+		{"linear(10s, 1s, 1s)", 0, `cap 1s is below base 10s, want a cap of at least the base`},
+		{"decorrelated(10s, 1s)", 0, `cap 1s is below base 10s, want a cap of at least the base`},
 	}
 	for _, tt := range tests {
 		p, err := backoff.Parse(tt.in)
@@ -319,7 +326,12 @@ func TestParseRuleErrors(t *testing.T) {
 		{"exponential(1s, 1m) x", 21, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found end of input`},
 		{"exponential(1s, 1m) x five", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "five"`},
 		{"exponential(1s, 1m) x 5.0", 22, `found "5.0"`},
-		{"exponential(1s, 1m) x 99999999999999999999", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807`},
+		{"exponential(1s, 1m) x 99999999999999999999", 22, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "99999999999999999999"`},
+		// One past the largest int is shown whole, not cut to a count that
+		// looks valid.
+		{"x 9223372036854775808", 0, `expected a policy name`},
+		{"fixed(1s) x 9223372036854775808", 12, `expected MaxAttempts, the number of runs from 1 to 9223372036854775807, found "9223372036854775808"`},
+		{"fixed(1s) x " + strings.Repeat("9", 30), 12, `found "` + strings.Repeat("9", 24) + `"... (30 bytes)`},
 		{"exponential(1s, 1m) x 0", 22, `MaxAttempts 0 is below 1, want the total number of runs (>= 1)`},
 		{"exponential(1s, 1m) x -3", 22, `MaxAttempts -3 is below 1`},
 		{"exponential(1s, 1m) x 5 x 6", 24, `expected end of input, found "x"`},
@@ -468,5 +480,60 @@ func TestRuleFromEnvironment(t *testing.T) {
 	}
 	if d := r.Decide(1, io.EOF, backoff.Key("job-1")); d.Outcome != backoff.OutcomeRetry || d.Delay < 500*time.Millisecond || d.Delay > time.Second {
 		t.Errorf("its first decision = %+v, want a retry in [500ms, 1s]", d)
+	}
+}
+
+// TestDeepPolicyRoundTrip: what the package prints it reads back. A
+// wrapper refuses, with an error that says why, to nest policies deeper
+// than Parse reads (32 levels), so every policy the API builds, however
+// deep, prints a text that parses back to it; and a chain of wrappers is
+// built up to exactly that depth, through Specs too.
+func TestDeepPolicyRoundTrip(t *testing.T) {
+	r := newRand(41, 42)
+	wrap := func(kind int, p backoff.Policy) (backoff.Policy, error) {
+		switch kind % 4 {
+		case 0:
+			return backoff.Jitter(p)
+		case 1:
+			return backoff.EqualJitter(p)
+		case 2:
+			return backoff.Proportional(0.25, p)
+		default:
+			return backoff.Jitter(backoff.Spec{Policy: p})
+		}
+	}
+	for range 300 {
+		p := randPolicy(r, 0)
+		depth := 1
+		for range 40 {
+			q, err := wrap(r.IntN(4), p)
+			if err != nil {
+				if depth < 32 {
+					t.Fatalf("wrapping %d levels refused: %v", depth, err)
+				}
+				if !strings.Contains(err.Error(), "want at most 31") {
+					t.Fatalf("error %q does not say how deep a policy may be", err)
+				}
+				break
+			}
+			p, depth = q, depth+1
+			if depth > 32 {
+				t.Fatalf("a wrapper built a policy %d deep, more than Parse reads", depth)
+			}
+			text := p.String()
+			back, err := backoff.Parse(text)
+			if err != nil {
+				t.Fatalf("a policy %d deep prints %q, which Parse refuses: %v", depth, text, err)
+			}
+			if back.String() != text {
+				t.Fatalf("%q parses back as %q", text, back)
+			}
+			if _, err := backoff.ParseRule(text + " x 3"); err != nil {
+				t.Fatalf("a rule of a policy %d deep does not parse: %v", depth, err)
+			}
+		}
+		if depth != 32 {
+			t.Fatalf("the chain stopped at %d levels, want 32", depth)
+		}
 	}
 }

@@ -92,13 +92,33 @@ const (
 // New builds a Breaker from c, or says which setting is wrong and what it
 // should be.
 func New(c Config) (Breaker, error) {
+	return build(settings{
+		failures: int64(c.Failures), rate: c.Rate, minCalls: int64(c.MinCalls), window: c.Window,
+		cooldown: c.Cooldown, probes: int64(c.Probes), successes: int64(c.Successes), lease: c.Lease,
+		budget: c.Budget,
+	})
+}
+
+// settings is a Config with its counts in int64, so that [Parse] reads the
+// same breaker from the same text on every GOARCH (an int has 32 bits on
+// 386).
+type settings struct {
+	failures, minCalls, probes, successes int64
+	rate                                  float64
+	window, lease                         time.Duration
+	cooldown                              backoff.Policy
+	budget                                Budget
+}
+
+// build is New for settings.
+func build(c settings) (Breaker, error) {
 	b := Breaker{
-		failures:  int64(c.Failures),
-		probes:    int64(c.Probes),
-		successes: int64(c.Successes),
-		minCalls:  int64(c.MinCalls),
-		cooldown:  c.Cooldown,
-		budget:    c.Budget,
+		failures:  c.failures,
+		probes:    c.probes,
+		successes: c.successes,
+		minCalls:  c.minCalls,
+		cooldown:  c.cooldown,
+		budget:    c.budget,
 	}
 	if b.probes == 0 {
 		b.probes = DefaultProbes
@@ -106,38 +126,38 @@ func New(c Config) (Breaker, error) {
 	if b.successes == 0 {
 		b.successes = DefaultSuccesses
 	}
-	lease := c.Lease
+	lease := c.lease
 	if lease == 0 {
 		lease = DefaultLease
 	}
 	switch {
-	case c.Failures < 0:
-		return Breaker{}, fmt.Errorf("breaker: failures %d is negative, want >= 1 (or 0 for no consecutive-failure trip)", c.Failures)
-	case math.IsNaN(c.Rate) || c.Rate < 0 || c.Rate > 1:
-		return Breaker{}, fmt.Errorf("breaker: rate %v is outside [0, 1], want a share of failed calls such as 0.5", c.Rate)
-	case c.Probes < 0:
-		return Breaker{}, fmt.Errorf("breaker: probes %d is negative, want >= 1", c.Probes)
-	case c.Successes < 0:
-		return Breaker{}, fmt.Errorf("breaker: successes %d is negative, want >= 1", c.Successes)
+	case c.failures < 0:
+		return Breaker{}, fmt.Errorf("breaker: failures %d is negative, want >= 1 (or 0 for no consecutive-failure trip)", c.failures)
+	case math.IsNaN(c.rate) || c.rate < 0 || c.rate > 1:
+		return Breaker{}, fmt.Errorf("breaker: rate %v is outside [0, 1], want a share of failed calls such as 0.5", c.rate)
+	case c.probes < 0:
+		return Breaker{}, fmt.Errorf("breaker: probes %d is negative, want >= 1", c.probes)
+	case c.successes < 0:
+		return Breaker{}, fmt.Errorf("breaker: successes %d is negative, want >= 1", c.successes)
 	case lease < time.Millisecond:
 		return Breaker{}, fmt.Errorf("breaker: lease %s is below 1ms, want how long a probe may run", formatDuration(lease))
-	case isNilPolicy(c.Cooldown):
+	case isNilPolicy(c.cooldown):
 		return Breaker{}, fmt.Errorf("breaker: no cooldown policy, want one such as exponential(5s, 5m)")
 	}
 	b.lease = min(millisCeil(lease), maxDurationMillis)
-	if c.Rate > 0 {
-		b.rate = int64(math.Round(c.Rate * 1e6))
+	if c.rate > 0 {
+		b.rate = int64(math.Round(c.rate * 1e6))
 		switch {
 		case b.rate == 0:
-			return Breaker{}, fmt.Errorf("breaker: rate %v is below 0.0001%%, want 0 (off) or at least 0.000001", c.Rate)
-		case c.MinCalls < 1:
-			return Breaker{}, fmt.Errorf("breaker: min calls %d is below 1, want how many calls the window must hold before the rate is judged", c.MinCalls)
-		case c.Window < MinWindow:
-			return Breaker{}, fmt.Errorf("breaker: window %s is below %s, want how far back the rate looks", formatDuration(c.Window), formatDuration(MinWindow))
+			return Breaker{}, fmt.Errorf("breaker: rate %v is below 0.0001%%, want 0 (off) or at least 0.000001", c.rate)
+		case c.minCalls < 1:
+			return Breaker{}, fmt.Errorf("breaker: min calls %d is below 1, want how many calls the window must hold before the rate is judged", c.minCalls)
+		case c.window < MinWindow:
+			return Breaker{}, fmt.Errorf("breaker: window %s is below %s, want how far back the rate looks", formatDuration(c.window), formatDuration(MinWindow))
 		}
-		b.bucket = min((millisCeil(c.Window)+Buckets-1)/Buckets, maxDurationMillis/Buckets)
-	} else if c.MinCalls != 0 || c.Window != 0 {
-		return Breaker{}, fmt.Errorf("breaker: min calls %d and window %s are set without a rate, want a rate too (or neither)", c.MinCalls, formatDuration(c.Window))
+		b.bucket = min((millisCeil(c.window)+Buckets-1)/Buckets, maxDurationMillis/Buckets)
+	} else if c.minCalls != 0 || c.window != 0 {
+		return Breaker{}, fmt.Errorf("breaker: min calls %d and window %s are set without a rate, want a rate too (or neither)", c.minCalls, formatDuration(c.window))
 	}
 	if b.failures == 0 && b.rate == 0 {
 		return Breaker{}, fmt.Errorf("breaker: no trip condition, want failures >= 1 or a rate")
@@ -156,19 +176,21 @@ func Must(b Breaker, err error) Breaker {
 
 // Config returns the settings b was built from, with every default filled
 // in and every value as b keeps it (Window and Lease rounded up to whole
-// milliseconds, Rate to a millionth).
+// milliseconds, Rate to a millionth). Where an int has 32 bits (GOARCH=386)
+// a count above the largest int reads as the largest int; b itself keeps
+// and uses the count it was built with.
 func (b Breaker) Config() Config {
 	c := Config{
-		Failures:  int(b.failures),
+		Failures:  clampInt(b.failures),
 		Cooldown:  b.cooldown,
-		Probes:    int(b.probes),
-		Successes: int(b.successes),
+		Probes:    clampInt(b.probes),
+		Successes: clampInt(b.successes),
 		Lease:     millisDuration(b.lease),
 		Budget:    b.budget,
 	}
 	if b.rate > 0 {
 		c.Rate = float64(b.rate) / 1e6
-		c.MinCalls = int(b.minCalls)
+		c.MinCalls = clampInt(b.minCalls)
 		c.Window = millisDuration(b.bucket * Buckets)
 	}
 	return c
@@ -195,9 +217,19 @@ func (b Breaker) cooldownMillis(dep string, trip int64) int64 {
 	if b.cooldown == nil {
 		return 0
 	}
-	n := int(min(max(trip, 1), int64(math.MaxInt)))
+	n := int(min(max(trip, 1), MaxCooldownTrip))
 	return millisCeil(backoff.Delay(b.cooldown, n, backoff.Key(dep)))
 }
+
+// MaxCooldownTrip is the largest trip number a cool-down policy is asked
+// with: a breaker that has tripped more often in a row is asked with this
+// one. It is the largest int32, so that the policy sees the same attempt
+// number, and a keyed jitter draws the same value, on every GOARCH (an int
+// has 32 bits on 386).
+const MaxCooldownTrip = math.MaxInt32
+
+// clampInt is n as an int, the largest int where it does not fit.
+func clampInt(n int64) int { return int(min(n, int64(math.MaxInt))) }
 
 // isNilPolicy reports whether p holds no policy: nil, or an empty Spec.
 func isNilPolicy(p backoff.Policy) bool {

@@ -88,11 +88,13 @@ func (b Budget) Floor() float64 { return float64(b.floor) * 1000 / unit }
 func (b Budget) Burst() int { return int(b.burst / unit) }
 
 // Tokens is a budget's balance: the state a [Budget] rules. The zero
-// Tokens is a budget never used, which holds a full burst.
+// Tokens is a budget never used, which holds a full burst at any time.
 type Tokens struct {
 	// Units is the balance in millionths of a token.
 	Units int64
-	// At is the Unix millisecond the balance was last brought up to date.
+	// At is the Unix millisecond the balance was last brought up to date;
+	// 0 only for a budget never used (a balance brought up to date at
+	// Unix millisecond 0, which only a fake clock reads, keeps 1).
 	At int64
 }
 
@@ -118,9 +120,18 @@ func (b Budget) Take(t *Tokens, now time.Time) (ok bool, next time.Time) {
 func (b Budget) Deposit(t *Tokens, now time.Time) { b.deposit(t, toMillis(now)) }
 
 // refill brings t up to now with the floor rate. A now before t.At (a
-// clock that stepped back) earns nothing and keeps t.At.
+// clock that stepped back) earns nothing and keeps t.At. A budget never
+// used (t.At is 0) holds a full burst: it has not earned its tokens from
+// 1970 at the floor rate.
 func (b Budget) refill(t *Tokens, now int64) {
-	if b.burst == 0 || now <= t.At {
+	if b.burst == 0 {
+		return
+	}
+	if t.At == 0 {
+		t.Units, t.At = b.burst, max(now, 1)
+		return
+	}
+	if now <= t.At {
 		return
 	}
 	need := b.burst - t.Units

@@ -2,6 +2,7 @@ package breaker
 
 import (
 	"math/bits"
+	"slices"
 	"time"
 )
 
@@ -14,8 +15,7 @@ import (
 type Circuit struct {
 	// State is closed, open or half-open.
 	State State
-	// Gen counts the changes of State, and the half-open rounds whose
-	// probes were presumed lost; reports with tickets of an older
+	// Gen counts the changes of State; reports with tickets of an older
 	// generation are ignored.
 	Gen int64
 	// Trips counts consecutive trips: 1 after the first, one more each
@@ -27,17 +27,32 @@ type Circuit struct {
 	// may run.
 	Until int64
 	// Probes counts the probes let through and not yet reported while
-	// half-open.
+	// half-open: the length of Leases.
 	Probes int64
 	// Successes counts the probe successes of this half-open spell.
 	Successes int64
-	// Lease is, while half-open, when the slots of unreported probes are
+	// Lease is, while half-open, the earliest end of the probes' leases
+	// (0 with none): when the first slot held by an unreported probe is
 	// presumed lost and given again.
 	Lease int64
+	// Leases holds, while half-open, the lease end of each probe let
+	// through and not yet reported, one per probe, in the order they
+	// were let through: a probe whose lease has ended (its worker is
+	// presumed dead) frees its own slot, whatever the others' leases.
+	// The transitions never change the slice in place, so a copy of a
+	// Circuit is a snapshot.
+	Leases []int64
 	// Budget is the retry budget's balance.
 	Budget Tokens
 	// Window holds the failure-rate window's slices.
 	Window [Buckets]Bucket
+}
+
+// Equal reports whether c and d hold the same state.
+func (c Circuit) Equal(d Circuit) bool {
+	return c.State == d.State && c.Gen == d.Gen && c.Trips == d.Trips && c.Failures == d.Failures &&
+		c.Until == d.Until && c.Probes == d.Probes && c.Successes == d.Successes && c.Lease == d.Lease &&
+		c.Budget == d.Budget && c.Window == d.Window && slices.Equal(c.Leases, d.Leases)
 }
 
 // Bucket is one slice of the failure-rate window.
@@ -93,20 +108,18 @@ func (b *Breaker) allow(c *Circuit, now int64, k Kind) verdict {
 			}
 			c.State = HalfOpen
 			c.Gen = inc(c.Gen)
-			c.Probes, c.Successes, c.Lease = 0, 0, 0
+			c.Probes, c.Successes, c.Lease, c.Leases = 0, 0, 0, nil
 		}
-		if c.Probes >= b.probes && now >= c.Lease {
-			// Every slot is held past its lease: those probes' workers
-			// are presumed dead. A new generation makes their tickets
-			// stale, so a late report cannot free a live probe's slot.
-			c.Probes = 0
-			c.Gen = inc(c.Gen)
+		// A probe whose lease has ended is presumed lost (its worker
+		// died): its slot is free again, and its late report, if any,
+		// finds no lease of its own and changes nothing.
+		leases := b.liveLeases(c, now)
+		if int64(len(leases)) < b.probes {
+			end := addMillis(now, b.lease)
+			setLeases(c, append(leases, end))
+			return verdict{decision: Probe, ticket: Ticket{Gen: c.Gen, Probe: true, Admitted: true, Lease: end}, tr: Transition{from, HalfOpen}}
 		}
-		if c.Probes < b.probes {
-			c.Probes++
-			c.Lease = addMillis(now, b.lease)
-			return verdict{decision: Probe, ticket: Ticket{Gen: c.Gen, Probe: true, Admitted: true}, tr: Transition{from, HalfOpen}}
-		}
+		setLeases(c, leases)
 		return verdict{decision: DeferOpen, until: c.Lease, tr: Transition{from, HalfOpen}}
 	}
 	if k == Retry {
@@ -131,7 +144,12 @@ func (b *Breaker) record(c *Circuit, now int64, t Ticket, o Outcome, cooldown fu
 		if !t.Admitted || !t.Probe || t.Gen != c.Gen {
 			return Transition{from, from}
 		}
-		c.Probes = max(c.Probes-1, 0)
+		leases, ok := release(b.leasesOf(c), t.Lease)
+		if !ok {
+			// The probe's lease ended and its slot went to another.
+			return Transition{from, from}
+		}
+		setLeases(c, leases)
 		switch o {
 		case Success:
 			c.Successes = inc(c.Successes)
@@ -239,9 +257,66 @@ func (b *Breaker) close(c *Circuit, now int64) {
 	b.reset(c, now)
 }
 
+// maxLegacyLeases bounds the leases leasesOf gives a circuit stored
+// before each probe had one.
+const maxLegacyLeases = 64
+
+// leasesOf returns the leases of c's probes. A circuit stored before each
+// probe had a lease of its own counts Probes probes sharing Lease (at most
+// maxLegacyLeases of them, and no more than b lets through).
+func (b *Breaker) leasesOf(c *Circuit) []int64 {
+	if len(c.Leases) > 0 || c.Probes <= 0 {
+		return c.Leases
+	}
+	n := min(c.Probes, b.probes, maxLegacyLeases)
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = c.Lease
+	}
+	return out
+}
+
+// liveLeases returns a new slice of the leases of c's probes that have
+// not ended at now.
+func (b *Breaker) liveLeases(c *Circuit, now int64) []int64 {
+	all := b.leasesOf(c)
+	out := make([]int64, 0, len(all)+1)
+	for _, l := range all {
+		if l > now {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// release returns a new slice of leases without one lease equal to l, and
+// whether there was one.
+func release(leases []int64, l int64) ([]int64, bool) {
+	i := slices.Index(leases, l)
+	if i < 0 {
+		return leases, false
+	}
+	out := make([]int64, 0, len(leases)-1)
+	out = append(out, leases[:i]...)
+	return append(out, leases[i+1:]...), true
+}
+
+// setLeases makes leases c's probes: Probes counts them and Lease is the
+// earliest. An empty list is stored as nil.
+func setLeases(c *Circuit, leases []int64) {
+	if len(leases) == 0 {
+		leases = nil
+	}
+	c.Leases, c.Probes, c.Lease = leases, int64(len(leases)), 0
+	if len(leases) > 0 {
+		c.Lease = slices.Min(leases)
+	}
+}
+
 // reset clears what a change of state starts afresh.
 func (b *Breaker) reset(c *Circuit, now int64) {
-	c.Failures, c.Probes, c.Successes, c.Lease = 0, 0, 0, 0
+	c.Failures, c.Probes, c.Successes, c.Lease, c.Leases = 0, 0, 0, 0, nil
 	c.Window = [Buckets]Bucket{}
-	c.Budget = Tokens{At: now}
+	// Empty, brought up to date now; At 0 would read as never used.
+	c.Budget = Tokens{At: max(now, 1)}
 }

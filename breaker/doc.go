@@ -32,8 +32,10 @@
 //   - Half-open: once the cool-down is over, a few runs go through as
 //     probes ([Probe]); the rest are deferred. Enough probe successes
 //     close the breaker; one probe failure opens it again, for the next,
-//     longer cool-down. A probe whose worker died frees its slot when its
-//     lease runs out.
+//     longer cool-down. Every probe holds a lease of its own: a probe
+//     whose worker died frees its slot when its own lease runs out,
+//     whatever the other probes' leases, and its late report changes
+//     nothing.
 //   - The retry budget ([Budget]) is a token bucket: every success earns
 //     a fraction of a token, a floor rate earns tokens steadily, a burst
 //     caps the balance, and every retry ([Retry]) spends one. A fresh run

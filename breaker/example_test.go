@@ -177,7 +177,7 @@ func ExampleParse() {
 	fmt.Println(err)
 	// Output:
 	// breaker(failures=5, cooldown=jitter(exponential(5s, 5m)), probes=1, close=1, lease=1m, budget=budget(10%, 5/s, 20))
-	// breaker: parse "breaker(failures=5, cooldown=exponential(5s, 1s))": at offset 29: cooldown: cap 1s is below base 5s
+	// breaker: parse "breaker(failures=5, cooldown=exponential(5s, 1s))": at offset 29: cooldown: cap 1s is below base 5s, want a cap of at least the base
 	// breaker: parse "breaker(failures=five)": at offset 17: expected a whole number >= 1, found "five"
 }
 

@@ -2,10 +2,14 @@ package breaker_test
 
 import (
 	"errors"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/internal/textscan"
 )
 
 // FuzzParse: no input panics; a failure is a *SyntaxError whose offset
@@ -16,7 +20,9 @@ func FuzzParse(f *testing.F) {
 		"breaker(failures=5, cooldown=jitter(exponential(5s, 5m)), budget=budget(10%, 5/s, 20))",
 		"breaker( failures = 1 , cooldown = fixed(1s) )", "breaker()", "breaker(failures=1,", "breaker(rate=50%)",
 		"breaker(failures=1, failures=2, cooldown=fixed(1s))", "breaker(failures=1, cooldown=proportional(0.5, fixed(1s)), lease=1.5ms)",
-		"breaker(failures=1, cooldown=fixed(1s), budget=budget(10.00001%, 5/s, 1))", "") {
+		"breaker(failures=1, cooldown=fixed(1s), budget=budget(10.00001%, 5/s, 1))", "",
+		"breaker(failures=5一二三四五六七八九十, cooldown=fixed(1s))", "breaker(failures=9223372036854775808, cooldown=fixed(1s))",
+		"breaker(failures=1, cooldown=fixed(5一二三四五六七八九十))") {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -36,11 +42,25 @@ func FuzzParse(f *testing.F) {
 		if q.String() != text {
 			t.Fatalf("text %q reprints as %q", text, q.String())
 		}
-		again, err := breaker.New(b.Config())
-		if err != nil || again != b {
-			t.Fatalf("New(%q.Config()) = %v, %v; want the same breaker", text, again, err)
+		// Config holds counts in ints, which on GOARCH=386 saturate at the
+		// largest int32; where the breaker's counts fit, it builds b again.
+		if fits(text) {
+			again, err := breaker.New(b.Config())
+			if err != nil || again != b {
+				t.Fatalf("New(%q.Config()) = %v, %v; want the same breaker", text, again, err)
+			}
 		}
 	})
+}
+
+// fits reports whether every count in a breaker's text fits in an int.
+func fits(text string) bool {
+	for _, f := range strings.FieldsFunc(text, func(r rune) bool { return r < '0' || r > '9' }) {
+		if _, err := strconv.Atoi(f); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // FuzzParseBudget is FuzzParse for budgets.
@@ -74,6 +94,14 @@ func checkSyntaxError(t *testing.T, s string, err error) {
 	}
 	if se.Offset < 0 || se.Offset > len(s) || se.Input != s || se.Msg == "" {
 		t.Fatalf("Parse(%q): bad SyntaxError %+v", s, se)
+	}
+	// Valid UTF-8, and what it quotes as found is the token there, whole
+	// or cut at a character boundary with the cut marked.
+	if err := textscan.CheckMessage(s, se.Offset, se.Msg); err != nil {
+		t.Fatalf("Parse(%q): %v", s, err)
+	}
+	if !utf8.ValidString(err.Error()) {
+		t.Fatalf("Parse(%q): error %q is not valid UTF-8", s, err)
 	}
 }
 
@@ -116,4 +144,24 @@ func FuzzCircuit(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseErrorQuotes: breaker's messages quote what they found as
+// backoff's do, from the one scanner: a long token cut at a character
+// boundary and marked, a number one past the largest int shown whole.
+func TestParseErrorQuotes(t *testing.T) {
+	for in, want := range map[string]string{
+		"breaker(failures=5一二三四五六七八九十, cooldown=fixed(1s))":         `expected a whole number >= 1, found "5一二三四五六七"... (31 bytes)`,
+		"breaker(failures=9223372036854775808, cooldown=fixed(1s))": `expected a whole number >= 1, found "9223372036854775808"`,
+		"breaker(failures=1, cooldown=fixed(5一二三四五六七八九十))":          `cooldown: expected a duration such as 100ms, found "5一二三四五六七"... (31 bytes)`,
+		"breaker(failures=1, cooldown=exponential(10s, 1s))":        `cooldown: cap 1s is below base 10s, want a cap of at least the base`,
+	} {
+		_, err := breaker.Parse(in)
+		var se *breaker.SyntaxError
+		if !errors.As(err, &se) || se.Msg != want {
+			t.Errorf("Parse(%q) = %v, want the message %q", in, err, want)
+			continue
+		}
+		checkSyntaxError(t, in, err)
+	}
 }

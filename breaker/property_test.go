@@ -284,7 +284,7 @@ func TestNewErrors(t *testing.T) {
 		{0.1, 0, 1, "breaker: budget floor 0/s is outside [0.001, 1e+06], want tokens a second such as 5"},
 		{0.1, math.Inf(1), 1, "breaker: budget floor +Inf/s is outside [0.001, 1e+06], want tokens a second such as 5"},
 		{0.1, 5, 0, "breaker: budget burst 0 is outside [1, 1000000000], want the most tokens the budget holds"},
-		{0.1, 5, math.MaxInt, "breaker: budget burst 9223372036854775807 is outside [1, 1000000000], want the most tokens the budget holds"},
+		{0.1, 5, math.MaxInt32, "breaker: budget burst 2147483647 is outside [1, 1000000000], want the most tokens the budget holds"},
 	} {
 		_, err := breaker.NewBudget(tc.ratio, tc.floor, tc.burst)
 		if err == nil || err.Error() != tc.want {

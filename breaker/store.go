@@ -3,6 +3,7 @@ package breaker
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,6 +52,25 @@ type Job struct {
 	// were new (asynq's uncounted retry keeps its retry count) still has
 	// its backlog released at the budget's rate.
 	ID string
+}
+
+// DefaultStoreTimeout is how long a call of the Redis or the PostgreSQL
+// store may take, unless its Options say otherwise: past it the call
+// returns an error, and the adapter runs the job anyway (a question) or
+// drops the report (see docs/breaker.md).
+const DefaultStoreTimeout = time.Second
+
+// StoreTimeout is the bound a store's Options.Timeout of d sets on each
+// call: d itself, [DefaultStoreTimeout] for 0, and 0 (no bound but the
+// call's context) for a negative d.
+func StoreTimeout(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultStoreTimeout
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // Remember is how long after its deferral ends a store remembers a job it
@@ -122,10 +142,11 @@ type Status struct {
 	// Trips counts consecutive trips.
 	Trips int64
 	// NextProbe is when the next probe may run: the end of the
-	// cool-down while open, the end of the probe lease while half-open
-	// with every slot taken; zero otherwise.
+	// cool-down while open, the earliest end of the probes' leases while
+	// half-open with every slot taken; zero otherwise.
 	NextProbe time.Time
-	// Probes counts probes running (half-open).
+	// Probes counts probes running (half-open): let through, not yet
+	// reported, and within their lease.
 	Probes int64
 	// Tokens is the budget's balance at the moment (closed; the budget is
 	// empty while the breaker is not closed), -1 without a budget.
@@ -154,8 +175,11 @@ func (b Breaker) Status(dep string, c Circuit, now time.Time) Status {
 	case Open:
 		s.NextProbe = fromMillis(c.Until)
 	case HalfOpen:
-		if c.Probes >= b.probes && ms < c.Lease {
-			s.NextProbe = fromMillis(c.Lease)
+		// Probes whose lease has ended hold no slot.
+		live := b.liveLeases(&c, ms)
+		s.Probes = int64(len(live))
+		if len(live) > 0 && s.Probes >= b.probes {
+			s.NextProbe = fromMillis(slices.Min(live))
 		}
 	default:
 		s.Calls, s.WindowFailures = b.window(&c, ms)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/internal/textscan"
 )
 
 // String returns b in its text form, the form [Parse] reads back:
@@ -77,7 +78,7 @@ func (b Budget) String() string {
 // *[SyntaxError] that names the offset in s where the input went wrong and
 // what was expected there.
 func Parse(s string) (Breaker, error) {
-	p := parser{src: s}
+	p := newParser(s)
 	b, err := p.breaker()
 	if err != nil {
 		return Breaker{}, err
@@ -95,7 +96,7 @@ func Parse(s string) (Breaker, error) {
 // tokens. ParseBudget(b.String()) returns a Budget equal to b for every
 // non-zero b.
 func ParseBudget(s string) (Budget, error) {
-	p := parser{src: s}
+	p := newParser(s)
 	b, err := p.budget()
 	if err != nil {
 		return Budget{}, err
@@ -122,71 +123,40 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("breaker: parse %q: at offset %d: %s", e.Input, e.Offset, e.Msg)
 }
 
-type parser struct {
-	src string
-	pos int
-}
+type parser struct{ textscan.Scanner }
 
-func (p *parser) space() {
-	for p.pos < len(p.src) && strings.IndexByte(" \t\r\n", p.src[p.pos]) >= 0 {
-		p.pos++
-	}
-}
+// newParser returns a parser of s; a token ends at a bracket, a comma, an
+// equals sign or a space.
+func newParser(s string) parser { return parser{textscan.Scanner{Src: s, Delims: "(),="}} }
 
 func (p *parser) end() error {
-	p.space()
-	if p.pos < len(p.src) {
+	if !p.AtEnd() {
 		return p.errorf("end of input")
 	}
 	return nil
 }
 
-// found describes what stands at the current position.
-func (p *parser) found() string {
-	if p.pos >= len(p.src) {
-		return "end of input"
-	}
-	end := p.pos + 1
-	for end < len(p.src) && end-p.pos < 12 && !strings.ContainsRune("(),= \t\r\n", rune(p.src[end])) {
-		end++
-	}
-	return strconv.Quote(p.src[p.pos:end])
-}
-
 func (p *parser) errorf(expected string, args ...any) *SyntaxError {
-	return &SyntaxError{Input: p.src, Offset: p.pos, Msg: "expected " + fmt.Sprintf(expected, args...) + ", found " + p.found()}
+	return &SyntaxError{Input: p.Src, Offset: p.Pos, Msg: p.Expected(expected, args...)}
 }
 
 // at returns an error at offset off saying msg.
 func (p *parser) at(off int, msg string, args ...any) *SyntaxError {
-	return &SyntaxError{Input: p.src, Offset: off, Msg: fmt.Sprintf(msg, args...)}
+	return &SyntaxError{Input: p.Src, Offset: off, Msg: fmt.Sprintf(msg, args...)}
 }
 
 func (p *parser) expect(c byte) error {
-	p.space()
-	if p.pos < len(p.src) && p.src[p.pos] == c {
-		p.pos++
+	if p.Accept(c) {
 		return nil
 	}
 	return p.errorf("%q", string(c))
 }
 
-// token returns the run of characters up to the next delimiter, and where
-// it starts.
-func (p *parser) token() (string, int) {
-	p.space()
-	start := p.pos
-	for p.pos < len(p.src) && !strings.ContainsRune("(),= \t\r\n", rune(p.src[p.pos])) {
-		p.pos++
-	}
-	return p.src[start:p.pos], start
-}
-
 // keyword reads the name word and the "(" after it.
 func (p *parser) keyword(word string) error {
-	tok, at := p.token()
+	tok, at := p.Token()
 	if tok != word {
-		p.pos = at
+		p.Pos = at
 		return p.errorf("%q", word+"(")
 	}
 	return p.expect('(')
@@ -195,23 +165,22 @@ func (p *parser) keyword(word string) error {
 const breakerKeys = "failures, rate, min, window, cooldown, probes, close, lease or budget"
 
 func (p *parser) breaker() (Breaker, error) {
-	start := p.pos
+	start := p.Pos
 	if err := p.keyword("breaker"); err != nil {
 		return Breaker{}, err
 	}
-	c := Config{}
+	c := settings{}
 	seen := map[string]bool{}
 	var window time.Duration
 	for first := true; ; first = false {
-		p.space()
-		if p.pos < len(p.src) && p.src[p.pos] == ')' && first {
+		if first && p.Peek(')') {
 			break
 		}
-		key, at := p.token()
+		key, at := p.Token()
 		switch key {
 		case "failures", "rate", "min", "window", "cooldown", "probes", "close", "lease", "budget":
 		default:
-			p.pos = at
+			p.Pos = at
 			return Breaker{}, p.errorf("a setting (%s)", breakerKeys)
 		}
 		if seen[key] {
@@ -224,33 +193,31 @@ func (p *parser) breaker() (Breaker, error) {
 		var err error
 		switch key {
 		case "failures":
-			c.Failures, err = p.count(1)
+			c.failures, err = p.count(1)
 		case "min":
-			c.MinCalls, err = p.count(1)
+			c.minCalls, err = p.count(1)
 		case "probes":
-			c.Probes, err = p.count(1)
+			c.probes, err = p.count(1)
 		case "close":
-			c.Successes, err = p.count(1)
+			c.successes, err = p.count(1)
 		case "rate":
 			var ppm int64
 			ppm, err = p.percent(1, 1_000_000, "a failure rate in (0%, 100%] such as 50%")
-			c.Rate = float64(ppm) / 1e6
+			c.rate = float64(ppm) / 1e6
 		case "window":
 			window, err = p.duration(MinWindow)
-			c.Window = window
+			c.window = window
 		case "lease":
-			c.Lease, err = p.duration(time.Millisecond)
+			c.lease, err = p.duration(time.Millisecond)
 		case "cooldown":
-			c.Cooldown, err = p.policy()
+			c.cooldown, err = p.policy()
 		case "budget":
-			c.Budget, err = p.budget()
+			c.budget, err = p.budget()
 		}
 		if err != nil {
 			return Breaker{}, err
 		}
-		p.space()
-		if p.pos < len(p.src) && p.src[p.pos] == ',' {
-			p.pos++
+		if p.Accept(',') {
 			continue
 		}
 		break
@@ -258,7 +225,7 @@ func (p *parser) breaker() (Breaker, error) {
 	if err := p.expect(')'); err != nil {
 		return Breaker{}, err
 	}
-	b, err := New(c)
+	b, err := build(c)
 	if err != nil {
 		// Settings each well formed, but not a breaker together.
 		return Breaker{}, p.at(start, "%s", strings.TrimPrefix(err.Error(), "breaker: "))
@@ -267,7 +234,7 @@ func (p *parser) breaker() (Breaker, error) {
 }
 
 func (p *parser) budget() (Budget, error) {
-	start := p.pos
+	start := p.Pos
 	if err := p.keyword("budget"); err != nil {
 		return Budget{}, err
 	}
@@ -292,19 +259,20 @@ func (p *parser) budget() (Budget, error) {
 	if err := p.expect(')'); err != nil {
 		return Budget{}, err
 	}
-	b, err := newBudget(ratio, floor, int64(burst))
+	b, err := newBudget(ratio, floor, burst)
 	if err != nil {
 		return Budget{}, p.at(start, "%s", strings.TrimPrefix(err.Error(), "breaker: "))
 	}
 	return b, nil
 }
 
-// count reads a whole number of at least lo.
-func (p *parser) count(lo int) (int, error) {
-	tok, at := p.token()
-	n, err := strconv.Atoi(tok)
+// count reads a whole number of at least lo, up to the largest int64 on
+// every GOARCH.
+func (p *parser) count(lo int64) (int64, error) {
+	tok, at := p.Token()
+	n, err := strconv.ParseInt(tok, 10, 64)
 	if err != nil || n < lo || tok[0] == '+' {
-		p.pos = at
+		p.Pos = at
 		return 0, p.errorf("a whole number >= %d", lo)
 	}
 	return n, nil
@@ -313,10 +281,10 @@ func (p *parser) count(lo int) (int, error) {
 // percent reads "D%" with at most four decimals, as parts per million,
 // within [lo, hi].
 func (p *parser) percent(lo, hi int64, what string) (int64, error) {
-	tok, at := p.token()
+	tok, at := p.Token()
 	v, ok := parseFixed(strings.TrimSuffix(tok, "%"), 4)
 	if !ok || !strings.HasSuffix(tok, "%") || v < lo || v > hi {
-		p.pos = at
+		p.Pos = at
 		return 0, p.errorf("%s (at most four decimals)", what)
 	}
 	return v, nil
@@ -324,11 +292,11 @@ func (p *parser) percent(lo, hi int64, what string) (int64, error) {
 
 // rate reads "D/s" with at most three decimals, in thousandths.
 func (p *parser) rate() (int64, error) {
-	tok, at := p.token()
+	tok, at := p.Token()
 	num, ok := strings.CutSuffix(tok, "/s")
 	v, vok := parseFixed(num, 3)
 	if !ok || !vok || v < 1 || v > MaxFloor*1000 {
-		p.pos = at
+		p.Pos = at
 		return 0, p.errorf("a floor rate such as 5/s, 0.001/s to 1000000/s (at most three decimals)")
 	}
 	return v, nil
@@ -336,10 +304,10 @@ func (p *parser) rate() (int64, error) {
 
 // duration reads a time.ParseDuration duration of at least lo.
 func (p *parser) duration(lo time.Duration) (time.Duration, error) {
-	tok, at := p.token()
+	tok, at := p.Token()
 	d, err := time.ParseDuration(tok)
 	if err != nil || d < lo {
-		p.pos = at
+		p.Pos = at
 		return 0, p.errorf("a duration of at least %s, such as 30s", formatDuration(lo))
 	}
 	return d, nil
@@ -348,28 +316,7 @@ func (p *parser) duration(lo time.Duration) (time.Duration, error) {
 // policy reads a backoff policy: the text up to the comma or bracket that
 // closes it, parsed by backoff.Parse.
 func (p *parser) policy() (backoff.Policy, error) {
-	p.space()
-	start, depth := p.pos, 0
-	for ; p.pos < len(p.src); p.pos++ {
-		switch p.src[p.pos] {
-		case '(':
-			depth++
-			continue
-		case ')':
-			if depth > 0 {
-				depth--
-				continue
-			}
-		case ',':
-			if depth > 0 {
-				continue
-			}
-		default:
-			continue
-		}
-		break
-	}
-	text := p.src[start:p.pos]
+	text, start := p.Nested()
 	if strings.TrimSpace(text) == "" {
 		return nil, p.errorf("a cooldown policy such as exponential(5s, 5m)")
 	}
@@ -431,27 +378,7 @@ func formatMillis(ms int64) string { return formatDuration(millisDuration(ms)) }
 
 // formatDuration prints d in the largest unit that holds it exactly, so
 // "1m" rather than "1m0s"; the result parses back to d.
-func formatDuration(d time.Duration) string {
-	if d == 0 {
-		return "0s"
-	}
-	if d < 0 {
-		if d == -d {
-			return d.String()
-		}
-		return "-" + formatDuration(-d)
-	}
-	units := [...]struct {
-		size time.Duration
-		name string
-	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}}
-	for _, u := range units {
-		if d%u.size == 0 {
-			return strconv.FormatInt(int64(d/u.size), 10) + u.name
-		}
-	}
-	return strconv.FormatInt(int64(d), 10) + "ns"
-}
+func formatDuration(d time.Duration) string { return textscan.FormatDuration(d) }
 
 // MarshalText returns b's text form.
 func (b Breaker) MarshalText() ([]byte, error) { return []byte(b.String()), nil }

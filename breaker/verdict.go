@@ -134,6 +134,10 @@ type Ticket struct {
 	Probe bool
 	// Admitted reports whether an Allow let the run through.
 	Admitted bool
+	// Lease is, for a probe, when its lease ends (Unix ms): its report
+	// frees its own slot, and finds none once the lease has ended and
+	// the slot was presumed lost.
+	Lease int64
 }
 
 // Transition is the breaker's state before and after one event.

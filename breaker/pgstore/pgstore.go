@@ -43,7 +43,9 @@ type Execer interface {
 // Migrate creates the breaker tables in schema ("" for the search path's
 // first schema), if they are not there yet: one row per dependency, and
 // the jobs each breaker deferred. Run it with the application's
-// other migrations; it is safe to run again.
+// other migrations; it is safe to run again, and a table made by an
+// earlier version needs it again (it adds the column of the probes'
+// leases, one per probe).
 func Migrate(ctx context.Context, db Execer, schema string) error {
 	_, err := db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+tableName(schema)+` (
 	dependency       text PRIMARY KEY,
@@ -61,10 +63,16 @@ func Migrate(ctx context.Context, db Execer, schema string) error {
 	window_successes bigint[] NOT NULL DEFAULT '{}',
 	window_failures  bigint[] NOT NULL DEFAULT '{}',
 	rule             text NOT NULL DEFAULT '',
-	updated_at       timestamptz NOT NULL DEFAULT now()
+	updated_at       timestamptz NOT NULL DEFAULT now(),
+	leases_ms        bigint[] NOT NULL DEFAULT '{}'
 )`)
 	if err != nil {
 		return fmt.Errorf("pgstore: create table %s: %w", tableName(schema), err)
+	}
+	// A table made before each probe had a lease of its own.
+	_, err = db.Exec(ctx, `ALTER TABLE `+tableName(schema)+` ADD COLUMN IF NOT EXISTS leases_ms bigint[] NOT NULL DEFAULT '{}'`)
+	if err != nil {
+		return fmt.Errorf("pgstore: add the probes' leases to %s: %w", tableName(schema), err)
 	}
 	_, err = db.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+deferredName(schema)+` (
 	dependency text NOT NULL,
@@ -102,6 +110,13 @@ type Options struct {
 	// Now, when set, replaces the database's clock. For tests and
 	// simulations; leave it nil in production.
 	Now func() time.Time
+	// Timeout bounds each call of the store (Allow, Record, Status,
+	// List): past it the call returns an error whatever the server does,
+	// even with a client that does not honour its context. 0 means
+	// breaker.DefaultStoreTimeout (1s); a negative Timeout leaves calls
+	// bounded only by their context. A worker waits that long at most
+	// before a bound job runs and again after it ran.
+	Timeout time.Duration
 }
 
 // Store is a [breaker.Store] on PostgreSQL. Build it with [New]; it is
@@ -111,7 +126,9 @@ type Store struct {
 	pool  *pgxpool.Pool
 	rules breaker.Rules
 	now   func() time.Time
-	table string
+	// timeout bounds each call; 0 leaves it to the context.
+	timeout time.Duration
+	table   string
 
 	qRead, qLock, qWrite, qList     string
 	qRemembered, qRemember, qForget string
@@ -120,8 +137,28 @@ type Store struct {
 
 var _ breaker.Store = (*Store)(nil)
 
+// Allow implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: allow "+dep, func(ctx context.Context) (breaker.Verdict, error) { return s.allow(ctx, dep, job) })
+}
+
+// Record implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: record "+dep, func(ctx context.Context) (breaker.Transition, error) { return s.record(ctx, dep, t, o) })
+}
+
+// Status implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: status "+dep, func(ctx context.Context) (breaker.Status, error) { return s.statusOf(ctx, dep) })
+}
+
+// List implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
+	return safe.Within(ctx, s.timeout, "pgstore: list", func(ctx context.Context) ([]breaker.Status, error) { return s.list(ctx) })
+}
+
 const columns = `state, gen, trips, failures, until_ms, probes, successes, lease_ms, tokens, tokens_at_ms,
-	window_epoch, window_successes, window_failures, rule`
+	window_epoch, window_successes, window_failures, rule, leases_ms`
 
 const clockMillis = `floor(extract(epoch from clock_timestamp()) * 1000)::bigint`
 
@@ -130,7 +167,7 @@ const clockMillis = `floor(extract(epoch from clock_timestamp()) * 1000)::bigint
 func New(pool *pgxpool.Pool, rules breaker.Rules, o Options) *Store {
 	t, d := tableName(o.Schema), deferredName(o.Schema)
 	return &Store{
-		pool: pool, rules: rules.Clone(), now: o.Now, table: t,
+		pool: pool, rules: rules.Clone(), now: o.Now, table: t, timeout: breaker.StoreTimeout(o.Timeout),
 		qRead: `SELECT ` + clockMillis + `, r.* FROM (SELECT 1) one LEFT JOIN LATERAL
 	(SELECT ` + columns + ` FROM ` + t + ` WHERE dependency = $1) r ON true`,
 		qRemembered: `SELECT ` + clockMillis + `, EXISTS (SELECT 1 FROM ` + d + ` WHERE dependency = $1 AND job = $2
@@ -148,7 +185,7 @@ func New(pool *pgxpool.Pool, rules breaker.Rules, o Options) *Store {
 	RETURNING ` + clockMillis + `, ` + columns,
 		qWrite: `UPDATE ` + t + ` SET state = $2, gen = $3, trips = $4, failures = $5, until_ms = $6,
 	probes = $7, successes = $8, lease_ms = $9, tokens = $10, tokens_at_ms = $11,
-	window_epoch = $12, window_successes = $13, window_failures = $14, rule = $15, updated_at = now()
+	window_epoch = $12, window_successes = $13, window_failures = $14, rule = $15, leases_ms = $16, updated_at = now()
 	WHERE dependency = $1`,
 		qList: `SELECT ` + clockMillis + `, dependency, ` + columns + ` FROM ` + t + ` ORDER BY dependency`,
 	}
@@ -170,7 +207,7 @@ func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 		state                        *int16
 		gen, trips, fails, until     *int64
 		probes, succ, lease, tok, at *int64
-		ep, ws, wf                   []int64
+		ep, ws, wf, leases           []int64
 		rule                         *string
 	)
 	dest := []any{&now}
@@ -180,7 +217,7 @@ func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 	if dep != nil {
 		dest = append(dest, dep)
 	}
-	dest = append(dest, &state, &gen, &trips, &fails, &until, &probes, &succ, &lease, &tok, &at, &ep, &ws, &wf, &rule)
+	dest = append(dest, &state, &gen, &trips, &fails, &until, &probes, &succ, &lease, &tok, &at, &ep, &ws, &wf, &rule, &leases)
 	if err := r.Scan(dest...); err != nil {
 		return row{}, err
 	}
@@ -197,6 +234,9 @@ func scan(r pgx.Row, dep *string, remembered *bool) (row, error) {
 	out.c = breaker.Circuit{
 		State: breaker.State(*state), Gen: v(gen), Trips: v(trips), Failures: v(fails), Until: v(until),
 		Probes: v(probes), Successes: v(succ), Lease: v(lease), Budget: breaker.Tokens{Units: v(tok), At: v(at)},
+	}
+	if len(leases) > 0 {
+		out.c.Leases = leases
 	}
 	for i := range out.c.Window {
 		if i < len(ep) && i < len(ws) && i < len(wf) {
@@ -218,8 +258,8 @@ func (s *Store) clock(dbNow int64) (time.Time, error) {
 	return safe.Value("pgstore: clock", time.Time{}, s.now)
 }
 
-// Allow implements [breaker.Store].
-func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+// allow is Allow without the bound of the store's Timeout.
+func (s *Store) allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
 	if err := breaker.CheckJobID(job.ID); err != nil {
 		return breaker.Verdict{}, err
 	}
@@ -253,8 +293,8 @@ func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker
 	return v, nil
 }
 
-// Record implements [breaker.Store].
-func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+// record is Record without the bound of the store's Timeout.
+func (s *Store) record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
 	var tr breaker.Transition
 	err := s.transition(ctx, dep, "", nil, func(b breaker.Breaker, c *breaker.Circuit, now time.Time) error {
 		// The cool-down policy is the user's: it must not take the
@@ -309,7 +349,7 @@ func (s *Store) transition(ctx context.Context, dep, job string, remembered *boo
 	if err := apply(b, &c, now); err != nil {
 		return err
 	}
-	if c == r.c {
+	if c.Equal(r.c) {
 		return nil // nothing to write: the read was the whole transition
 	}
 	// A breaker's state is soft: losing the last few milliseconds of it
@@ -333,13 +373,22 @@ func (s *Store) transition(ctx context.Context, dep, job string, remembered *boo
 			ep[i], ws[i], wf[i] = w.Epoch, w.Successes, w.Failures
 		}
 		_, err = tx.Exec(ctx, s.qWrite, dep, int16(c.State), c.Gen, c.Trips, c.Failures, c.Until,
-			c.Probes, c.Successes, c.Lease, c.Budget.Units, c.Budget.At, ep, ws, wf, s.text(dep, b))
+			c.Probes, c.Successes, c.Lease, c.Budget.Units, c.Budget.At, ep, ws, wf, s.text(dep, b), leasesOrEmpty(c.Leases))
 		return err
 	})
 }
 
-// Status implements [breaker.Store].
-func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) {
+// leasesOrEmpty is leases, or an empty array for none (the column is NOT
+// NULL, and pgx sends a nil slice as NULL).
+func leasesOrEmpty(leases []int64) []int64 {
+	if leases == nil {
+		return []int64{}
+	}
+	return leases
+}
+
+// statusOf is Status without the bound of the store's Timeout.
+func (s *Store) statusOf(ctx context.Context, dep string) (breaker.Status, error) {
 	if err := breaker.CheckName(dep); err != nil {
 		return breaker.Status{}, err
 	}
@@ -369,8 +418,8 @@ func (s *Store) status(dep string, r row) (breaker.Status, error) {
 	return st, nil
 }
 
-// List implements [breaker.Store].
-func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
+// list is List without the bound of the store's Timeout.
+func (s *Store) list(ctx context.Context) ([]breaker.Status, error) {
 	rows, err := s.pool.Query(ctx, s.qList)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: list: %w", noTable(err))

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/breaker/pgstore"
 	"github.com/rebound-go/rebound/internal/storetest"
@@ -44,4 +46,22 @@ func TestMigrate(t *testing.T) {
 	if v, err := pgstore.New(pool, rules, pgstore.Options{Schema: schema}).Allow(ctx, "payments", breaker.Job{Kind: breaker.Fresh}); err != nil || v.Decision != breaker.Run {
 		t.Fatalf("Allow after Migrate: %v, %v; want run", v.Decision, err)
 	}
+}
+
+// TestTimeoutOnAServerThatHangs: every call of the store returns within
+// its own Timeout when the server accepts the connection and never
+// answers.
+func TestTimeoutOnAServerThatHangs(t *testing.T) {
+	cfg, err := pgxpool.ParseConfig("postgres://test@" + storetest.Hanging(t) + "/test?connect_timeout=30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	rules := breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s))"))}
+	const timeout = 200 * time.Millisecond
+	storetest.Bounded(t, pgstore.New(pool, rules, pgstore.Options{Timeout: timeout}), timeout, 10*time.Second)
 }

@@ -73,6 +73,13 @@ type Options struct {
 	// time to every script. For tests and simulations; leave it nil in
 	// production.
 	Now func() time.Time
+	// Timeout bounds each call of the store (Allow, Record, Status,
+	// List): past it the call returns an error whatever the server does,
+	// even with a client that does not honour its context. 0 means
+	// breaker.DefaultStoreTimeout (1s); a negative Timeout leaves calls
+	// bounded only by their context. A worker waits that long at most
+	// before a bound job runs and again after it ran.
+	Timeout time.Duration
 }
 
 // Store is a [breaker.Store] on Redis. Build it with [New]; it is safe for
@@ -83,6 +90,8 @@ type Store struct {
 	rules  breaker.Rules
 	prefix string
 	now    func() time.Time
+	// timeout bounds each call; 0 leaves it to the context.
+	timeout time.Duration
 	// trips remembers each dependency's trips as the scripts last
 	// reported them: the failure script needs the cool-down of the next
 	// trip, and asks again with the right one when this is stale.
@@ -92,13 +101,33 @@ type Store struct {
 
 var _ breaker.Store = (*Store)(nil)
 
+// Allow implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+	return safe.Within(ctx, s.timeout, "redisstore: allow "+dep, func(ctx context.Context) (breaker.Verdict, error) { return s.allow(ctx, dep, job) })
+}
+
+// Record implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+	return safe.Within(ctx, s.timeout, "redisstore: record "+dep, func(ctx context.Context) (breaker.Transition, error) { return s.record(ctx, dep, t, o) })
+}
+
+// Status implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) {
+	return safe.Within(ctx, s.timeout, "redisstore: status "+dep, func(ctx context.Context) (breaker.Status, error) { return s.statusOf(ctx, dep) })
+}
+
+// List implements [breaker.Store], bounded by the store's Timeout.
+func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
+	return safe.Within(ctx, s.timeout, "redisstore: list", func(ctx context.Context) ([]breaker.Status, error) { return s.list(ctx) })
+}
+
 // New returns a store on rdb (a client, a cluster client or a ring shard
 // holding every key) whose dependencies rules guards.
 func New(rdb redis.UniversalClient, rules breaker.Rules, o Options) *Store {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
-	return &Store{rdb: rdb, rules: rules.Clone(), prefix: o.Prefix, now: o.Now}
+	return &Store{rdb: rdb, rules: rules.Clone(), prefix: o.Prefix, now: o.Now, timeout: breaker.StoreTimeout(o.Timeout)}
 }
 
 // Key returns the key of dep's circuit under prefix: "PREFIX:{DEP}:breaker".
@@ -108,8 +137,8 @@ func Key(prefix, dep string) string { return prefix + ":{" + dep + "}:breaker" }
 // deferred: "PREFIX:{DEP}:deferred", in the circuit's hash slot.
 func DeferredKey(prefix, dep string) string { return prefix + ":{" + dep + "}:deferred" }
 
-// Allow implements [breaker.Store].
-func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
+// allow is Allow without the bound of the store's Timeout.
+func (s *Store) allow(ctx context.Context, dep string, job breaker.Job) (breaker.Verdict, error) {
 	if err := breaker.CheckName(dep); err != nil {
 		return breaker.Verdict{}, err
 	}
@@ -130,7 +159,7 @@ func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker
 	}
 	keys := []string{Key(s.prefix, dep), DeferredKey(s.prefix, dep)}
 	r, err := ints(scriptAllow.Run(ctx, s.rdb, keys, append(args, kind, job.ID, breaker.Remember.Milliseconds())...).Slice())
-	if err != nil || len(r) != 6 {
+	if err != nil || len(r) != 7 {
 		return breaker.Verdict{}, fmt.Errorf("redisstore: allow %s: %w", dep, replyError(err, r))
 	}
 	v := breaker.Verdict{
@@ -138,15 +167,15 @@ func (s *Store) Allow(ctx context.Context, dep string, job breaker.Job) (breaker
 		Transition: breaker.Transition{From: breaker.State(r[4]), To: breaker.State(r[5])},
 	}
 	if v.Runs() {
-		v.Ticket = breaker.Ticket{Gen: r[2], Probe: r[3] == 1, Admitted: true}
+		v.Ticket = breaker.Ticket{Gen: r[2], Probe: r[3] == 1, Admitted: true, Lease: r[6]}
 	} else {
 		v.Until = time.UnixMilli(r[1])
 	}
 	return v, nil
 }
 
-// Record implements [breaker.Store].
-func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+// record is Record without the bound of the store's Timeout.
+func (s *Store) record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
 	if err := breaker.CheckName(dep); err != nil {
 		return breaker.Transition{}, err
 	}
@@ -158,7 +187,7 @@ func (s *Store) Record(ctx context.Context, dep string, t breaker.Ticket, o brea
 	if err != nil {
 		return breaker.Transition{}, err
 	}
-	args = append(args, t.Gen, flag(t.Probe), flag(t.Admitted))
+	args = append(args, t.Gen, flag(t.Probe), flag(t.Admitted), t.Lease)
 	keys := []string{Key(s.prefix, dep)}
 	sc := scriptNeutral
 	switch o {
@@ -227,8 +256,8 @@ func (s *Store) args(dep string, b breaker.Breaker) ([]any, error) {
 		u.Ratio, u.Floor, u.Burst, s.text(dep, b)}, nil
 }
 
-// Status implements [breaker.Store].
-func (s *Store) Status(ctx context.Context, dep string) (breaker.Status, error) {
+// statusOf is Status without the bound of the store's Timeout.
+func (s *Store) statusOf(ctx context.Context, dep string) (breaker.Status, error) {
 	if err := breaker.CheckName(dep); err != nil {
 		return breaker.Status{}, err
 	}
@@ -254,8 +283,8 @@ func (s *Store) status(ctx context.Context, dep string) (breaker.Status, error) 
 // decode turns the status script's reply into a Status.
 func (s *Store) decode(dep string, raw []any) (breaker.Status, error) {
 	const fields = 10 + 3*breaker.Buckets
-	if len(raw) != 2+fields {
-		return breaker.Status{}, fmt.Errorf("redisstore: status %s: %d values in the reply, want %d", dep, len(raw), 2+fields)
+	if len(raw) != 3+fields {
+		return breaker.Status{}, fmt.Errorf("redisstore: status %s: %d values in the reply, want %d", dep, len(raw), 3+fields)
 	}
 	at, ok := raw[0].(int64)
 	rule, ok2 := raw[1].(string)
@@ -278,6 +307,14 @@ func (s *Store) decode(dep string, raw []any) (breaker.Status, error) {
 	for i := range c.Window {
 		c.Window[i] = breaker.Bucket{Epoch: n[10+3*i], Successes: n[11+3*i], Failures: n[12+3*i]}
 	}
+	leases, _ := raw[2+fields].(string)
+	for _, f := range strings.Fields(leases) {
+		l, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
+			return breaker.Status{}, fmt.Errorf("redisstore: status %s: a probe's lease is %q, want a whole number", dep, f)
+		}
+		c.Leases = append(c.Leases, l)
+	}
 	b, ok := s.rules.For(dep)
 	if !ok && rule != "" {
 		// A dependency this store does not guard: describe it with the
@@ -294,9 +331,9 @@ func (s *Store) decode(dep string, raw []any) (breaker.Status, error) {
 	return st, nil
 }
 
-// List implements [breaker.Store]: it scans every master for the prefix's
+// list is List without the bound of the store's Timeout: it scans every master for the prefix's
 // circuits.
-func (s *Store) List(ctx context.Context) ([]breaker.Status, error) {
+func (s *Store) list(ctx context.Context) ([]breaker.Status, error) {
 	deps, err := Dependencies(ctx, s.rdb, s.prefix)
 	if err != nil {
 		return nil, err

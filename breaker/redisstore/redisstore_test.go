@@ -67,3 +67,15 @@ func TestStoreCluster(t *testing.T) {
 		t.Errorf("%d dependencies all on one master; want them spread", len(deps))
 	}
 }
+
+// TestTimeoutOnAServerThatHangs: every call of the store returns within
+// its own Timeout when Redis accepts the connection and never answers,
+// although the client would wait 30s (its ReadTimeout; go-redis does not
+// honour a context's deadline unless told to).
+func TestTimeoutOnAServerThatHangs(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: storetest.Hanging(t), ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	rules := breaker.Rules{Default: breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s))"))}
+	const timeout = 200 * time.Millisecond
+	storetest.Bounded(t, redisstore.New(rdb, rules, redisstore.Options{Timeout: timeout}), timeout, 10*time.Second)
+}

@@ -167,7 +167,7 @@ func TestBadPolicyPointsAtOffset(t *testing.T) {
 		},
 		{
 			"exponential(2s, 1s)", 0,
-			"rebound plan: invalid policy at offset 0: cap 1s is below base 2s",
+			"rebound plan: invalid policy at offset 0: cap 1s is below base 2s, want a cap of at least the base",
 		},
 		{
 			"jitter(exponential(100ms, 2s)", 29,

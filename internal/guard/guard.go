@@ -20,8 +20,10 @@ import (
 	"github.com/rebound-go/rebound/observe"
 )
 
-// Timeout bounds each question and report to the store: a store that
-// hangs must not hold a job for longer than that.
+// Timeout bounds each question and report to the store, whatever store it
+// is (the stores of this module bound their own calls by their Timeout
+// option, 1s by default): a store that hangs, even one that does not
+// honour its context, must not hold a job for longer than that.
 const Timeout = 5 * time.Second
 
 // DefaultSpread is how far apart the runs held back by one breaker wake
@@ -86,6 +88,9 @@ type Guard struct {
 	stashed  map[string]sighting
 	rules    map[string]cached    // what deferrals need of each dependency's breaker
 	slots    map[string]time.Time // the next free slot of runs the budget holds back
+
+	// A test's resend intervals; zero for the constants.
+	resendFirst, resendEvery, resendFor time.Duration
 }
 
 // view is what this process last saw of a dependency's breaker: its state,
@@ -187,9 +192,9 @@ func (g *Guard) Ask(ctx context.Context, kind, jobID string, retry bool) Pass {
 		job.ID = "" // not rememberable; the question still counts
 	}
 	seq := g.begin()
-	qctx, cancel := context.WithTimeout(ctx, Timeout)
-	v, err := g.store.Allow(qctx, dep, job)
-	cancel()
+	v, err := safe.Within(ctx, Timeout, "breaker store: allow", func(ctx context.Context) (breaker.Verdict, error) {
+		return g.store.Allow(ctx, dep, job)
+	})
 	p.At = g.now()
 	if err != nil {
 		g.end(seq)
@@ -282,9 +287,9 @@ func (g *Guard) ruleOf(ctx context.Context, dep string) ruleInfo {
 		return c.info
 	}
 	var info ruleInfo
-	sctx, cancel := context.WithTimeout(ctx, Timeout)
-	st, err := g.store.Status(sctx, dep)
-	cancel()
+	st, err := safe.Within(ctx, Timeout, "breaker store: status", func(ctx context.Context) (breaker.Status, error) {
+		return g.store.Status(ctx, dep)
+	})
 	if err == nil && st.Rule != "" {
 		if b, perr := breaker.Parse(st.Rule); perr == nil {
 			info.spread, _ = safe.Value("policy", time.Duration(0), func() time.Duration { return b.Cooldown(dep, 1) })
@@ -362,29 +367,105 @@ func (g *Guard) Done(ctx context.Context, p Pass, err error, neutral bool) {
 	}
 }
 
-// record sends one report and tells observers of the change it made.
+// record sends one report and tells observers of the change it made. A
+// probe's report the store did not take (it was down, or hung past its
+// timeout) is sent again in the background until it does: the breaker is
+// half-open until its probes report, and without it a probe lost that way
+// would hold its slot until its lease ran out (a minute by default) after
+// the store came back.
 func (g *Guard) record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) {
 	if breaker.CheckName(dep) != nil {
 		return // a marker with a name no store can keep
 	}
-	seq := g.begin()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), Timeout)
-	defer cancel()
-	tr, err := g.store.Record(rctx, dep, t, o)
-	if err != nil {
-		g.end(seq)
-		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
+	err := g.send(ctx, dep, t, o)
+	if err == nil {
 		return
 	}
+	if t.Probe && t.Admitted {
+		g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q, a probe's report, sent again until the store takes it: %w", g.prefix(), o, dep, err))
+		go g.resend(context.WithoutCancel(ctx), dep, t, o)
+		return
+	}
+	g.n.Report(fmt.Errorf("%s: breaker: reporting a %s of dependency %q: %w", g.prefix(), o, dep, err))
+}
+
+// Resending a probe's lost report: first after ResendFirst, then at
+// doubling intervals up to ResendEvery, for at most ResendFor. So once the
+// store answers again, a half-open breaker whose probe's worker lives
+// hears the probe's outcome within ResendEvery (plus one call); a probe
+// whose worker died frees its slot when its lease runs out.
+const (
+	ResendFirst = 100 * time.Millisecond
+	ResendEvery = time.Second
+	ResendFor   = 5 * time.Minute
+)
+
+// resend sends a probe's report again until the store takes it, or for
+// ResendFor.
+func (g *Guard) resend(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) {
+	first, every, total := g.resendTimes()
+	deadline := time.Now().Add(total)
+	wait := first
+	for {
+		timer := time.NewTimer(wait)
+		<-timer.C
+		err := g.send(ctx, dep, t, o)
+		if err == nil {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			g.n.Report(fmt.Errorf("%s: breaker: a probe's %s report of dependency %q was not taken in %s, giving up (its slot frees when its lease ends): %w", g.prefix(), o, dep, total, err))
+			return
+		}
+		wait = min(2*wait, every)
+	}
+}
+
+// resendTimes are the resend intervals: the constants, or a test's.
+func (g *Guard) resendTimes() (first, every, total time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.resendEvery > 0 {
+		return g.resendFirst, g.resendEvery, g.resendFor
+	}
+	return ResendFirst, ResendEvery, ResendFor
+}
+
+// send sends one report, bounded by Timeout, and tells observers of the
+// change it made.
+func (g *Guard) send(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) error {
+	seq := g.begin()
+	rctx := context.WithoutCancel(ctx)
+	tr, err := safe.Within(rctx, Timeout, "breaker store: record", func(ctx context.Context) (breaker.Transition, error) {
+		return g.store.Record(ctx, dep, t, o)
+	})
+	if err != nil {
+		g.end(seq)
+		return err
+	}
 	next := time.Time{}
-	if tr.Changed() && tr.To == breaker.Open {
+	if tr.To == breaker.Open && (tr.Changed() || g.viewOf(dep) != breaker.Open) {
 		// When the next probe may run is in the store's status: one more
-		// round trip, once per trip.
-		if st, serr := g.store.Status(rctx, dep); serr == nil {
+		// round trip, once per trip this process makes, or learns of from
+		// a report (the breaker was open already: another process tripped
+		// it while this run ran), for every change to open is told with
+		// its next probe.
+		st, serr := safe.Within(rctx, Timeout, "breaker store: status", func(ctx context.Context) (breaker.Status, error) {
+			return g.store.Status(ctx, dep)
+		})
+		if serr == nil && st.State == breaker.Open {
 			next = st.NextProbe
 		}
 	}
 	g.saw(ctx, dep, tr, seq, next)
+	return nil
+}
+
+// viewOf is the state this process last saw of dep's breaker.
+func (g *Guard) viewOf(dep string) breaker.State {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.known[dep].state
 }
 
 // begin numbers a store call as it starts.

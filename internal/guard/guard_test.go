@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -179,6 +180,31 @@ func TestOtherGuardsLearnOfChanges(t *testing.T) {
 	g1.Ask(ctx, "charge", "c9", true)
 	if got := w1.told(); fmt.Sprint(got) != "[payments closed->open payments open->closed (learned)]" {
 		t.Errorf("first process told %v, want the close, learned", got)
+	}
+}
+
+// TestLearnedTripByReportTellsNextProbe: a process that learns of a trip
+// from its report (its run started before another process tripped the
+// breaker) tells the change to open with when the next probe may run, as
+// it does when it learns it from a question.
+func TestLearnedTripByReportTellsNextProbe(t *testing.T) {
+	g1, store, clk, _ := setup(t, map[string]string{"charge": "payments"})
+	w2 := &watcher{}
+	g2 := newGuard(store, map[string]string{"refund": "payments"}, w2, clk)
+	ctx := context.Background()
+	running := g2.Ask(ctx, "refund", "r1", false)
+	if running.Deferred() {
+		t.Fatal("a closed breaker held the run back")
+	}
+	for i := range 2 {
+		g1.Done(ctx, g1.Ask(ctx, "charge", fmt.Sprint(i), false), errDown, false)
+	}
+	g2.Done(ctx, running, errDown, false)
+	if got := w2.told(); fmt.Sprint(got) != "[payments closed->open (learned)]" {
+		t.Fatalf("second process told %v, want the trip, learned", got)
+	}
+	if want := storetest.T0.Add(10 * time.Second); !w2.changes[0].NextProbe.Equal(want) {
+		t.Errorf("trip learned from a report told NextProbe %v, want the end of the cool-down, %v", w2.changes[0].NextProbe, want)
 	}
 }
 
@@ -451,5 +477,70 @@ func TestBudgetDeferralsTakeSlots(t *testing.T) {
 			t.Errorf("rerun %d waits %v, want in its slot [%v, %v) after the one before (%v)", i, d, lo, lo+100*time.Millisecond, last)
 		}
 		last = d
+	}
+}
+
+// flakyStore is a store whose Record fails while down is set.
+type flakyStore struct {
+	breaker.Store
+	down atomic.Bool
+}
+
+func (s *flakyStore) Record(ctx context.Context, dep string, t breaker.Ticket, o breaker.Outcome) (breaker.Transition, error) {
+	if s.down.Load() {
+		return breaker.Transition{}, errStoreDown
+	}
+	return s.Store.Record(ctx, dep, t, o)
+}
+
+// TestLostProbeReportIsSentAgain: a probe whose report the store did not
+// take (it was down) has it sent again, so once the store answers, the
+// breaker leaves half-open within the resend interval, not when the
+// probe's lease (a minute here; the clock does not move) runs out.
+func TestLostProbeReportIsSentAgain(t *testing.T) {
+	c := storetest.NewClock(storetest.T0)
+	mem := memstore.New(breaker.Rules{Default: breaker.Must(breaker.Parse(rule))}, memstore.Options{Now: c.Now})
+	store := &flakyStore{Store: mem}
+	w := &watcher{}
+	g := newGuard(store, map[string]string{"charge": "payments"}, w, c)
+	const every = 50 * time.Millisecond
+	g.resendFirst, g.resendEvery, g.resendFor = 10*time.Millisecond, every, time.Minute
+	ctx := context.Background()
+	for i := range 2 {
+		g.Done(ctx, g.Ask(ctx, "charge", fmt.Sprint(i), false), errDown, false)
+	}
+	c.Add(10 * time.Second)
+	probe := g.Ask(ctx, "charge", "p", true)
+	if probe.Verdict.Decision != breaker.Probe {
+		t.Fatalf("after the cool-down: %v, want probe", probe.Verdict.Decision)
+	}
+	store.down.Store(true)
+	g.Done(ctx, probe, nil, false) // the probe succeeded; its report is lost
+	time.Sleep(5 * every)          // the store is down for a while
+	if st, _ := mem.Status(ctx, "payments"); st.State != breaker.HalfOpen {
+		t.Fatalf("while the store is down: %v, want half-open", st.State)
+	}
+	store.down.Store(false)
+	up := time.Now()
+	for {
+		st, _ := mem.Status(ctx, "payments")
+		if st.State == breaker.Closed {
+			break
+		}
+		if time.Since(up) > 10*time.Second {
+			t.Fatalf("10s after the store answered again the breaker is %v, want closed by the probe's report sent again", st.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(up)
+	t.Logf("closed %v after the store answered again (resend interval %v)", took, every)
+	// The observer hears the close once the resent report's answer is
+	// back, just after the store changed.
+	want := "[payments closed->open payments open->half-open payments half-open->closed]"
+	for fmt.Sprint(w.told()) != want && time.Since(up) < 10*time.Second {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := w.told(); fmt.Sprint(got) != want {
+		t.Errorf("observer told %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,7 @@ package storetest
 import (
 	"context"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -45,6 +46,95 @@ func Run(t *testing.T, setup Setup) {
 	t.Run("BadNames", func(t *testing.T) { badNames(t, setup(t)) })
 	t.Run("UserPanics", func(t *testing.T) { userPanics(t, setup) })
 	t.Run("RememberDeferred", func(t *testing.T) { rememberDeferred(t, setup(t)) })
+	t.Run("FreshBudget", func(t *testing.T) { freshBudget(t, setup) })
+	t.Run("LeasePerProbe", func(t *testing.T) { leasePerProbe(t, setup(t)) })
+}
+
+// leasePerProbe: every probe holds a lease of its own. With two probes and
+// a one-minute lease, a probe let through at 1s whose worker died frees
+// its slot at 61s, though a later probe holds its own until 116s: a run at
+// 70s is a probe, not deferred to 116s. The dead probe's late report
+// changes nothing; the live one's still counts.
+func leasePerProbe(t *testing.T, backend Backend) {
+	ctx := context.Background()
+	clock := NewClock(T0)
+	b := breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1s), probes=2, close=2, lease=1m)"))
+	s := backend(breaker.Rules{Default: b}, clock.Now)
+	allow := func(want breaker.Decision) breaker.Verdict {
+		t.Helper()
+		v, err := s.Allow(ctx, "db", breaker.Job{Kind: breaker.Retry})
+		if err != nil || v.Decision != want {
+			t.Fatalf("at +%v: %v until %v, %v; want %v", clock.Now().Sub(T0), v.Decision, v.Until.Sub(T0), err, want)
+		}
+		return v
+	}
+	if _, err := s.Record(ctx, "db", breaker.Ticket{}, breaker.Failure); err != nil {
+		t.Fatal(err)
+	}
+	clock.Add(time.Second)
+	dead := allow(breaker.Probe) // its worker dies; its lease ends at +61s
+	clock.Add(55 * time.Second)
+	live := allow(breaker.Probe) // its lease ends at +116s
+	if v := allow(breaker.DeferOpen); !v.Until.Equal(T0.Add(61 * time.Second)) {
+		t.Fatalf("both slots taken at +56s: deferred until +%v, want +61s, when the first lease ends", v.Until.Sub(T0))
+	}
+	if st, err := s.Status(ctx, "db"); err != nil || st.Probes != 2 || !st.NextProbe.Equal(T0.Add(61*time.Second)) {
+		t.Fatalf("status at +56s: %d probes, next at +%v, %v; want 2 and +61s", st.Probes, st.NextProbe.Sub(T0), err)
+	}
+	clock.Add(14 * time.Second) // +70s
+	if st, err := s.Status(ctx, "db"); err != nil || st.Probes != 1 || !st.NextProbe.IsZero() {
+		t.Fatalf("status at +70s: %d probes, next at %v, %v; want 1, none (a slot is free)", st.Probes, st.NextProbe, err)
+	}
+	third := allow(breaker.Probe)
+	if tr, err := s.Record(ctx, "db", dead.Ticket, breaker.Success); err != nil || tr.Changed() {
+		t.Fatalf("the dead probe's late report: %v, %v; want no change", tr, err)
+	}
+	if st, err := s.Status(ctx, "db"); err != nil || st.Probes != 2 || st.State != breaker.HalfOpen {
+		t.Fatalf("after the late report: %v with %d probes, %v; want half-open with 2", st.State, st.Probes, err)
+	}
+	if tr, err := s.Record(ctx, "db", live.Ticket, breaker.Success); err != nil || tr.Changed() {
+		t.Fatalf("the live probe's success: %v, %v; want half-open still (close=2)", tr, err)
+	}
+	if tr, err := s.Record(ctx, "db", third.Ticket, breaker.Success); err != nil || tr != (breaker.Transition{From: breaker.HalfOpen, To: breaker.Closed}) {
+		t.Fatalf("the third probe's success: %v, %v; want half-open -> closed", tr, err)
+	}
+}
+
+// freshBudget: a dependency never seen holds a full burst, whatever its
+// clock reads (it does not earn its tokens at the floor rate from 1970),
+// and a trip empties it, at Unix millisecond 0 too.
+func freshBudget(t *testing.T, setup Setup) {
+	ctx := context.Background()
+	b := breaker.Must(breaker.Parse("breaker(failures=1, cooldown=fixed(1h), budget=budget(0%, 0.001/s, 1000000000))"))
+	for _, start := range []time.Time{T0, time.UnixMilli(0)} {
+		clock := NewClock(start)
+		s := setup(t)(breaker.Rules{Default: b}, clock.Now)
+		dep := "fresh-" + strconv.FormatInt(start.UnixMilli(), 10)
+		st, err := s.Status(ctx, dep)
+		if err != nil || st.Tokens != 1e9 {
+			t.Fatalf("a fresh budget at %v holds %v tokens (%v), want the burst, 1e9", start, st.Tokens, err)
+		}
+		if v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Retry}); err != nil || v.Decision != breaker.Run {
+			t.Fatalf("a retry on a fresh budget at %v: %v, %v; want run", start, v.Decision, err)
+		}
+		if st, err := s.Status(ctx, dep); err != nil || st.Tokens != 1e9-1 {
+			t.Fatalf("after one retry at %v the budget holds %v (%v), want 1e9-1", start, st.Tokens, err)
+		}
+		if _, err := s.Record(ctx, dep, breaker.Ticket{}, breaker.Failure); err != nil {
+			t.Fatal(err)
+		}
+		clock.Add(time.Hour)
+		v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Retry})
+		if err != nil || v.Decision != breaker.Probe {
+			t.Fatalf("after the cool-down at %v: %v, %v; want probe", start, v.Decision, err)
+		}
+		if _, err := s.Record(ctx, dep, v.Ticket, breaker.Success); err != nil {
+			t.Fatal(err)
+		}
+		if v, err := s.Allow(ctx, dep, breaker.Job{Kind: breaker.Retry}); err != nil || v.Decision != breaker.DeferBudget {
+			t.Fatalf("a retry after recovery at %v: %v, %v; want defer-budget (the trip emptied the budget)", start, v.Decision, err)
+		}
+	}
 }
 
 // panicky is a cool-down policy whose every method panics.

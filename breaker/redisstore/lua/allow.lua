@@ -4,8 +4,9 @@
 -- ARGV 1-12 as in lib.lua; 13 the run's kind (0 fresh, 1 retry); 14 the
 -- job's ID or ''; 15 how long after a deferral ends to remember the job
 -- (ms). A job the set remembers runs as a retry, whatever ARGV[13] says.
--- Returns {decision, until, gen, probe, from, to}: decision 1 run, 2 probe,
--- 3 defer (open), 4 defer (budget); until the deferral's end (Unix ms).
+-- Returns {decision, until, gen, probe, from, to, lease}: decision 1 run,
+-- 2 probe, 3 defer (open), 4 defer (budget); until the deferral's end and
+-- lease a probe's lease end (Unix ms).
 local key = KEYS[1]
 local r = rule()
 local now = clock()
@@ -20,7 +21,7 @@ if job ~= '' then
   end
 end
 
-local function reply(decision, untl, probe, to, dirty)
+local function reply(decision, untl, probe, to, dirty, lease)
   if dirty then
     save(key, s, r)
   end
@@ -31,32 +32,28 @@ local function reply(decision, untl, probe, to, dirty)
       redis.call('ZREM', KEYS[2], job)
     end
   end
-  return {decision, untl, s.gen, probe, from, to}
+  return {decision, untl, s.gen, probe, from, to, lease or 0}
 end
 
 if s.state == 1 or s.state == 2 then
-  local dirty = false
   if s.state == 1 then
     if now < s['until'] then
       return reply(3, s['until'], 0, 1, false)
     end
     s.state = 2
     s.gen = inc(s.gen)
-    s.probes, s.successes, s.lease = 0, 0, 0
-    dirty = true
+    s.probes, s.successes, s.lease, s.leases = 0, 0, 0, {}
   end
-  if s.probes >= r.probes and now >= s.lease then
-    -- Every slot is held past its lease: those probes are presumed lost.
-    s.probes = 0
-    s.gen = inc(s.gen)
-    dirty = true
+  -- A probe whose lease has ended is presumed lost: its slot is free.
+  local leases = live_leases(s, r, now)
+  if #leases < r.probes then
+    local lease = addms(now, r.lease)
+    leases[#leases + 1] = lease
+    set_leases(s, leases)
+    return reply(2, 0, 1, 2, true, lease)
   end
-  if s.probes < r.probes then
-    s.probes = s.probes + 1
-    s.lease = addms(now, r.lease)
-    return reply(2, 0, 1, 2, true)
-  end
-  return reply(3, s.lease, 0, 2, dirty)
+  set_leases(s, leases)
+  return reply(3, s.lease, 0, 2, true)
 end
 
 if kind == 1 and r.burst > 0 then

@@ -56,13 +56,17 @@ end
 -- growing them key by key costs more than the rest of a script.
 local function load(key, window)
   local v = redis.call('HMGET', key, 'rule', 'state', 'gen', 'trips', 'failures', 'until', 'probes',
-    'successes', 'lease', 'tokens', 'tokens_at')
+    'successes', 'lease', 'tokens', 'tokens_at', 'leases')
   local s = {
     state = tonumber(v[2]) or 0, gen = tonumber(v[3]) or 0, trips = tonumber(v[4]) or 0,
     failures = tonumber(v[5]) or 0, ['until'] = tonumber(v[6]) or 0, probes = tonumber(v[7]) or 0,
     successes = tonumber(v[8]) or 0, lease = tonumber(v[9]) or 0, tokens = tonumber(v[10]) or 0,
     tokens_at = tonumber(v[11]) or 0, rule = v[1] or '', orig = false,
+    leases = {}, leases_text = v[12] or '',
   }
+  for l in string.gmatch(s.leases_text, '%d+') do
+    s.leases[#s.leases + 1] = tonumber(l)
+  end
   s.orig = {
     state = s.state, gen = s.gen, trips = s.trips, failures = s.failures, ['until'] = s['until'],
     probes = s.probes, successes = s.successes, lease = s.lease, tokens = s.tokens, tokens_at = s.tokens_at,
@@ -91,6 +95,15 @@ local function save(key, s, r)
   if s.rule ~= r.text then
     args[#args + 1] = 'rule'
     args[#args + 1] = r.text
+  end
+  local parts = {}
+  for i, l in ipairs(s.leases) do
+    parts[i] = string.format('%.0f', l)
+  end
+  local text = table.concat(parts, ' ')
+  if text ~= s.leases_text then
+    args[#args + 1] = 'leases'
+    args[#args + 1] = text
   end
   if #args > 0 then
     redis.call('HSET', key, unpack(args))
@@ -143,8 +156,16 @@ local function tripped(s, r, now)
 end
 
 -- refill brings the budget up to now with the floor rate (Budget.refill).
+-- A budget never used (tokens_at 0) holds a full burst.
 local function refill(s, r, now)
-  if r.burst == 0 or now <= s.tokens_at then
+  if r.burst == 0 then
+    return
+  end
+  if s.tokens_at == 0 then
+    s.tokens, s.tokens_at = r.burst, math.max(now, 1)
+    return
+  end
+  if now <= s.tokens_at then
     return
   end
   local need = r.burst - s.tokens
@@ -178,16 +199,70 @@ local function deposit(s, r, now)
   s.tokens = math.min(s.tokens + r.ratio, r.burst)
 end
 
+-- The probes' leases (Breaker.leasesOf, liveLeases, release, setLeases):
+-- one lease end per probe let through and not yet reported.
+local MAX_LEGACY_LEASES = 64
+
+-- leases_of returns the probes' leases; a circuit stored before each probe
+-- had its own counts probes probes sharing lease.
+local function leases_of(s, r)
+  if #s.leases > 0 or s.probes <= 0 then
+    return s.leases
+  end
+  local out = {}
+  for i = 1, math.min(s.probes, r.probes, MAX_LEGACY_LEASES) do
+    out[i] = s.lease
+  end
+  return out
+end
+
+-- live_leases returns the leases that have not ended at now.
+local function live_leases(s, r, now)
+  local out = {}
+  for _, l in ipairs(leases_of(s, r)) do
+    if l > now then
+      out[#out + 1] = l
+    end
+  end
+  return out
+end
+
+-- release returns the leases without one equal to l, and whether there
+-- was one.
+local function release(leases, l)
+  local out, found = {}, false
+  for _, x in ipairs(leases) do
+    if x == l and not found then
+      found = true
+    else
+      out[#out + 1] = x
+    end
+  end
+  return out, found
+end
+
+-- set_leases makes leases the probes': probes counts them, lease is the
+-- earliest.
+local function set_leases(s, leases)
+  s.leases, s.probes, s.lease = leases, #leases, 0
+  for i, l in ipairs(leases) do
+    if i == 1 or l < s.lease then
+      s.lease = l
+    end
+  end
+end
+
 -- reset clears what a change of state starts afresh.
 local function reset(s, now)
-  s.failures, s.probes, s.successes, s.lease = 0, 0, 0, 0
+  s.failures, s.probes, s.successes, s.lease, s.leases = 0, 0, 0, 0, {}
   if s.orig.e0 then
     -- The window was loaded (the rule has a rate): clear it.
     for _, f in ipairs(WINDOW) do
       s[f] = 0
     end
   end
-  s.tokens, s.tokens_at = 0, now
+  -- Empty, brought up to date now; tokens_at 0 would read as never used.
+  s.tokens, s.tokens_at = 0, math.max(now, 1)
 end
 
 -- trip opens the breaker for cd ms, the cool-down of its next trip.

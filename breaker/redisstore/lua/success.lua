@@ -1,7 +1,7 @@
 -- success: a run let through answered.
 -- KEYS[1] the dependency's breaker hash.
 -- ARGV 1-12 as in lib.lua; 13 the ticket's generation, 14 1 for a probe,
--- 15 1 if an allow let the run through.
+-- 15 1 if an allow let the run through, 16 a probe's lease end.
 -- Returns {from, to}.
 local key = KEYS[1]
 local r = rule()
@@ -17,7 +17,11 @@ if s.state == 2 then
   if admitted ~= 1 or probe ~= 1 or gen ~= s.gen then
     return {from, from}
   end
-  s.probes = math.max(s.probes - 1, 0)
+  local leases, found = release(leases_of(s, r), tonumber(ARGV[16]))
+  if not found then
+    return {from, from}
+  end
+  set_leases(s, leases)
   s.successes = inc(s.successes)
   if s.successes >= r.close then
     close(s, now)
