@@ -1,0 +1,5 @@
+package native
+
+import "testing"
+
+func testHistoryReal(t *testing.T) { t.Skip("not yet") }
