@@ -177,6 +177,15 @@ var invariants = []struct{ name, what string }{
 // check reads history evs and the final state against the queue's model.
 func check(evs []*hEvent, fin hFinal) []violation {
 	c := &checker{fin: fin, byJob: map[string]*jobHist{}, ruleMax: fin.ruleMax}
+	// In time order: the processes' records merged by the clock, each
+	// process's own by its sequence.
+	evs = append([]*hEvent(nil), evs...)
+	sort.SliceStable(evs, func(a, b int) bool {
+		if evs[a].At != evs[b].At {
+			return evs[a].At < evs[b].At
+		}
+		return evs[a].Seq < evs[b].Seq
+	})
 	for _, e := range evs {
 		c.index(e)
 	}
@@ -278,9 +287,12 @@ func (c *checker) index(e *hEvent) {
 				j.enqueues = append(j.enqueues, e)
 				j.name, j.max = e.Name, e.Max
 				c.enqueueCalls = append(c.enqueueCalls, e)
-			} else if strings.Contains(e.Err, ErrJobExists.Error()) {
+			} else if strings.Contains(e.Err, ErrJobExists.Error()) && len(j.enqueues)+len(j.maybe) > 0 {
 				j.refused = append(j.refused, e)
 			} else {
+				// (A first enqueue of an ID refused as taken was retried by
+				// the client after its first try's reply was lost: taken by
+				// that try, as EnqueueMany's doc says.)
 				// Failed in flight (Redis restarted, a connection cut): it
 				// may or may not have been stored.
 				j.maybe = append(j.maybe, e)

@@ -197,7 +197,8 @@ func (panicErr) Error() string { panic("history: Error() panics") }
 // its start (with its context's deadline), its context's end and its
 // return through rec, and behaves as behave says. A dead actor's rec
 // refuses, and the handler then does nothing.
-func histHandler(seed uint64, proc, actor string, rec func(*hEvent) bool) Handler {
+// Its sleeps are scale times their miniredis length.
+func histHandler(seed uint64, proc, actor string, scale time.Duration, rec func(*hEvent) bool) Handler {
 	return func(ctx context.Context, j *Job) (err error) {
 		s := &hEvent{Kind: "start", Proc: proc, Actor: actor, Job: j.ID, Attempt: j.Attempt, Max: j.MaxAttempts}
 		dl, hasDl := ctx.Deadline()
@@ -234,11 +235,11 @@ func histHandler(seed uint64, proc, actor string, rec func(*hEvent) bool) Handle
 		}
 		switch b {
 		case bSucceed:
-			return sleep(time.Duration(n%20) * time.Millisecond)
+			return sleep(time.Duration(n%20) * scale * time.Millisecond)
 		case bSlow:
-			return sleep(time.Duration(50+n%200) * time.Millisecond)
+			return sleep(time.Duration(50+n%200) * scale * time.Millisecond)
 		case bIgnoreCtx:
-			time.Sleep(time.Duration(60+n%100) * time.Millisecond)
+			time.Sleep(time.Duration(60+n%100) * scale * time.Millisecond)
 			return nil
 		case bAtDeadline:
 			if hasDl {
@@ -338,7 +339,9 @@ func (b *idBook) list() []string {
 
 // produce runs producer actor's enqueues on q: single and bulk, fresh and
 // duplicate IDs, delays (some colliding on a 10ms grid), caps.
-func produce(ctx context.Context, h *history, q *Queue, seed uint64, actor string, jobs int, book *idBook) {
+// unit scales its pauses: a millisecond on miniredis, more on a real
+// Redis, so that the faults meet a queue that is still busy.
+func produce(ctx context.Context, h *history, q *Queue, seed uint64, actor string, jobs int, book *idBook, unit time.Duration) {
 	r := actorRand(seed, actor)
 	n := 0
 	nextID := func() string {
@@ -349,7 +352,7 @@ func produce(ctx context.Context, h *history, q *Queue, seed uint64, actor strin
 		return fmt.Sprintf("m%s-%d", actor[1:], n)
 	}
 	for n < jobs {
-		time.Sleep(time.Duration(r.IntN(15)) * time.Millisecond)
+		time.Sleep(time.Duration(r.IntN(15)) * unit)
 		type one struct {
 			id, name string
 			max      int
@@ -400,10 +403,9 @@ func produce(ctx context.Context, h *history, q *Queue, seed uint64, actor strin
 			params[i] = EnqueueParams{Payload: []byte("p"), Options: o.opts}
 		}
 		res, err := q.EnqueueMany(ctx, params)
-		end := h.mark()
 		for i, o := range batch {
 			e := &hEvent{Kind: "call", Actor: actor, Op: "enqueue_many", Job: o.id, Name: o.name, Max: o.max, FireMs: o.fireMs,
-				CallID: callID, Idx: i, StartAt: p.at, StartSeq: p.seq, At: end.at}
+				CallID: callID, Idx: i, StartAt: p.at, StartSeq: p.seq}
 			switch {
 			case err != nil && i >= len(res):
 				e.Err = err.Error()
@@ -419,10 +421,10 @@ func produce(ctx context.Context, h *history, q *Queue, seed uint64, actor strin
 }
 
 // operate runs operator actor's actions on q's jobs.
-func operate(ctx context.Context, h *history, q *Queue, seed uint64, actor string, ops int, book *idBook) {
+func operate(ctx context.Context, h *history, q *Queue, seed uint64, actor string, ops int, book *idBook, unit time.Duration) {
 	r := actorRand(seed, actor)
 	for range ops {
-		time.Sleep(time.Duration(r.IntN(20)) * time.Millisecond)
+		time.Sleep(time.Duration(r.IntN(20)) * unit)
 		id := book.pick(r)
 		p := h.mark()
 		e := &hEvent{Actor: actor, Job: id}
@@ -504,10 +506,9 @@ func produceFIFO(ctx context.Context, h *history, q *Queue, seed uint64, n int) 
 		} else {
 			res, err = q.EnqueueMany(ctx, params)
 		}
-		end := h.mark()
 		for k, id := range ids {
 			e := &hEvent{Kind: "call", Actor: "fifo", Op: "enqueue_many", Job: id, FireMs: fireMs, CallID: callID, Idx: k,
-				StartAt: p.at, StartSeq: p.seq, At: end.at}
+				StartAt: p.at, StartSeq: p.seq}
 			if k < len(res) && res[k].Err == nil && err == nil {
 				e.OK = true
 			} else {

@@ -330,7 +330,7 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 		if plan.Timeout > 0 {
 			opts = append(opts, WithTimeout(plan.Timeout))
 		}
-		w, err := NewWorker(q, rule, histHandler(seed, "", actor, rec), opts...)
+		w, err := NewWorker(q, rule, histHandler(seed, "", actor, 1, rec), opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -362,10 +362,10 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 	book := &idBook{}
 	var actors sync.WaitGroup
 	for i := range sh.Producers {
-		actors.Go(func() { produce(ctx, h, qm, seed, fmt.Sprintf("p%d", i), sh.Jobs, book) })
+		actors.Go(func() { produce(ctx, h, qm, seed, fmt.Sprintf("p%d", i), sh.Jobs, book, time.Millisecond) })
 	}
 	for i := range sh.Operators {
-		actors.Go(func() { operate(ctx, h, qm, seed, fmt.Sprintf("o%d", i), sh.Ops, book) })
+		actors.Go(func() { operate(ctx, h, qm, seed, fmt.Sprintf("o%d", i), sh.Ops, book, time.Millisecond) })
 	}
 	if sh.Fifo > 0 {
 		actors.Go(func() { produceFIFO(ctx, h, qf, seed, sh.Fifo) })
