@@ -121,7 +121,7 @@ func historyWorkerMain(cfg string) int {
 // realBudget is how many real histories CI runs, and the most time they
 // take.
 const (
-	realBudget     = 12
+	realBudget     = 20
 	realBudgetTime = 150 * time.Second
 )
 
