@@ -14,7 +14,6 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -327,14 +326,6 @@ func (b *idBook) pick(r *rand.Rand) string {
 		return b.ids[max(0, len(b.ids)-1-r.IntN(8))]
 	}
 	return b.ids[r.IntN(len(b.ids))]
-}
-
-func (b *idBook) list() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := append([]string(nil), b.ids...)
-	sort.Strings(out)
-	return out
 }
 
 // produce runs producer actor's enqueues on q: single and bulk, fresh and

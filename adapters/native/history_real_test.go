@@ -323,7 +323,6 @@ type workerProc struct {
 	actor, events string
 	cmd           *exec.Cmd
 	done          chan struct{}
-	dead          bool
 }
 
 // realHistory runs seed's history of shape sh on a Redis and worker
