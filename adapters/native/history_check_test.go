@@ -651,6 +651,11 @@ func (c *checker) overlaps(r1, r2 *run) bool {
 	if r1.ctxDone != nil {
 		ends = append(ends, r1.ctxDone.end())
 	}
+	if r1.start.Deadline > 0 {
+		// Its context ended at its deadline, whenever the goroutine that
+		// records that got to run (late, on a loaded machine).
+		ends = append(ends, point{at: r1.start.Deadline})
+	}
 	if cr := c.crashes[r1.start.Proc+"|"+r1.start.Actor]; cr != nil {
 		ends = append(ends, cr.end())
 	}
