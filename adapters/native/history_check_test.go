@@ -168,6 +168,7 @@ var invariants = []struct{ name, what string }{
 	{"fifo-same-ms", "jobs due in the same millisecond run in enqueue order (per queue)"},
 	{"giveup-owed", "the give-up hook is called for every job that gave up (exhausted or permanent), across crashes"},
 	{"giveup-owed-cancel", "the give-up hook is called for every running job an operator cancelled, across crashes"},
+	{"no-overlap-stale-start", "no job reserved ahead starts on a worker that was stopped or cut off past its lease while another worker runs it"},
 	{"no-overlap-cancel", "no run of a job starts while a run that an operator cancelled before still has a live context"},
 	{"observer-stored", "what observers and the give-up hook are told equals what is stored"},
 	{"observer-once", "each attempt's end is reported once"},
@@ -514,6 +515,14 @@ func (c *checker) job(id string, j *jobHist) {
 				continue
 			}
 			inv := "no-overlap"
+			for _, st := range c.stalls {
+				// r2's own worker was just stopped or cut off past its
+				// lease: it started a job it had reserved ahead before,
+				// whose lease had run out and which another worker took.
+				if st.Actor == r2.start.Actor && st.StartAt <= r2.start.At && st.At >= r2.start.At-int64(2*time.Second) {
+					inv = "no-overlap-stale-start"
+				}
+			}
 			for _, x := range j.cancels {
 				if before(r1.start.end(), x.start()) && before(x.end(), r2.start.end()) {
 					inv = "no-overlap-cancel" // the cancelled handler's context was still live

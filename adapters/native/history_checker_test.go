@@ -57,6 +57,8 @@ func TestHistoryChecker(t *testing.T) {
 			map[string]StoredJob{"a": done(2)}, "", ""},
 		{"overlap after its deadline", []*hEvent{enq, ev(3, "start", "w", "a", 1, func(e *hEvent) { e.Deadline = 4 }), ev(5, "start", "v", "a", 2), ev(6, "end", "w", "a", 1, ret("nil")), ev(7, "end", "v", "a", 2, ret("nil"))},
 			map[string]StoredJob{"a": done(2)}, "", ""},
+		{"overlap on resume", []*hEvent{enq, ev(3, "start", "v", "a", 2), ev(5, "stall", "w", "", 0, func(e *hEvent) { e.StartAt = 1 }), ev(6, "start", "w", "a", 1), ev(7, "end", "v", "a", 2, ret("nil")), ev(8, "end", "w", "a", 1, ret("nil"))},
+			map[string]StoredJob{"a": done(2)}, "", "no-overlap-stale-start"},
 		{"told twice", append(ran, ev(7, "obsend", "v", "a", 1, out("success"))), map[string]StoredJob{"a": done(1)}, "", "observer-once"},
 		{"fifo inversion", []*hEvent{
 			call(1, 2, "enqueue", "f1", func(e *hEvent) { e.FireMs = 100 }), call(3, 4, "enqueue", "f2", func(e *hEvent) { e.FireMs = 100 }),

@@ -37,12 +37,13 @@ var (
 // REBOUND_HISTORY_KNOWN names another list ("none" for an empty one).
 // Empty it as the fixes land.
 var knownViolations = map[string]string{
-	"start-after-cancel": "issue 21 defect 1: a job reserved ahead and then cancelled still starts its handler",
-	"fifo-same-ms":       "issue 21 defect 2: the delayed score wraps its sequence at 4096",
-	"giveup-owed":        "issue 21 defect 3: a give-up hook owed by a crashed worker is never called",
-	"giveup-owed-cancel": "issue 21 defect 3: a give-up hook owed by a crashed worker is never called (cancel of a running job)",
-	"deadline-success":   "issue 21 defect 4: WithTimeout reads the context's cause, not the clock",
-	"no-overlap-cancel":  "found by this test, the running-job side of defect 1: Cancel returns before the handler's context is cancelled (at the worker's next reserve or renewal), so a job retried at once runs beside its cancelled run",
+	"start-after-cancel":     "issue 21 defect 1: a job reserved ahead and then cancelled still starts its handler",
+	"fifo-same-ms":           "issue 21 defect 2: the delayed score wraps its sequence at 4096",
+	"giveup-owed":            "issue 21 defect 3: a give-up hook owed by a crashed worker is never called",
+	"giveup-owed-cancel":     "issue 21 defect 3: a give-up hook owed by a crashed worker is never called (cancel of a running job)",
+	"deadline-success":       "issue 21 defect 4: WithTimeout reads the context's cause, not the clock",
+	"no-overlap-stale-start": "found by this test, the lease side of defect 1: a job reserved ahead by a worker stopped (SIGSTOP) past its lease starts its handler on resume, beside the run of the worker that reclaimed it",
+	"no-overlap-cancel":      "found by this test, the running-job side of defect 1: Cancel returns before the handler's context is cancelled (at the worker's next reserve or renewal), so a job retried at once runs beside its cancelled run",
 }
 
 // known returns the allow-list in force.
