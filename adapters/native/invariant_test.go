@@ -51,7 +51,20 @@ func takeSnapshot(t testing.TB, rdb redis.UniversalClient, q *Queue) snapshot {
 // job's state.
 func checkInvariants(t testing.TB, rdb redis.UniversalClient, q *Queue) map[string]State {
 	t.Helper()
-	s := takeSnapshot(t, rdb, q)
+	states, problems := snapshotProblems(takeSnapshot(t, rdb, q))
+	for i, p := range problems {
+		if i == 20 {
+			t.Errorf("... and %d more", len(problems)-20)
+			break
+		}
+		t.Error(p)
+	}
+	return states
+}
+
+// snapshotProblems is checkInvariants over snapshot s: each job's state,
+// and what breaks the invariants, sorted.
+func snapshotProblems(s snapshot) (map[string]State, []string) {
 	where := map[string][]string{}
 	for _, c := range []struct {
 		name string
@@ -95,14 +108,7 @@ func checkInvariants(t testing.TB, rdb redis.UniversalClient, q *Queue) map[stri
 		}
 	}
 	sort.Strings(problems)
-	for i, p := range problems {
-		if i == 20 {
-			t.Errorf("... and %d more", len(problems)-20)
-			break
-		}
-		t.Error(p)
-	}
-	return states
+	return states, problems
 }
 
 // operator runs every operator action on random jobs of q, again and
