@@ -147,12 +147,12 @@
 //	<prefix>:{<queue>}:wait       LIST  job IDs enqueued to run at once, oldest first
 //	<prefix>:{<queue>}:due        LIST  job IDs whose delay has passed, run before wait
 //	<prefix>:{<queue>}:active     ZSET  running jobs, scored by lease deadline (ms)
-//	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000+seq
+//	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000 + place in that ms
 //	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms), trimmed by retention
 //	<prefix>:{<queue>}:completed  ZSET  completed jobs, scored by finish time, trimmed by retention
 //	<prefix>:{<queue>}:jobs       HASH  job ID -> the job's record, one packed string
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
-//	<prefix>:{<queue>}:counter    STRING lease tokens and the delayed sequence
+//	<prefix>:{<queue>}:counter    STRING lease tokens
 //	<prefix>:{<queue>}:control    HASH  operator flags: paused (since, ms), cancels (running jobs cancelled)
 //
 // A job has no key of its own: its record is one field of the jobs hash,
@@ -166,8 +166,12 @@
 // script reaches every job through a key in KEYS.
 //
 // Fire times come from the server's TIME, rounded up to the millisecond so
-// a job is never due early. The delayed score keeps jobs due in the same
-// millisecond in FIFO order for fire times up to 2039-09-07T15:47:35.551Z
+// a job is never due early. The delayed score is the fire time times
+// 0x1000 plus the job's place among the jobs of the delayed set due in
+// that millisecond, one past the last one's (lua/lib/delayed_score.lua):
+// jobs due in the same millisecond keep their FIFO order, up to 4096 of
+// them in the set at once (later ones share the last place and run in the
+// order of their IDs), for fire times up to 2039-09-07T15:47:35.551Z
 // (where fire_ms*0x1000 reaches 2^53, the last integer a double holds
 // exactly); later fire times, up to [MaxDelay] ahead, are kept to the
 // millisecond and never early too, but jobs due in one millisecond then
@@ -183,7 +187,7 @@
 // due jobs, then lease up to N with one call per command for the batch),
 // complete (one call for every success in a batch of outcomes, each job
 // checked and stored in turn as if alone), fail (the same batching for
-// failed attempts: attempts check, counter, error, move to delayed or
+// failed attempts: attempts check, error, move to delayed or
 // failed), promote (the due sweep), reclaim (list
 // expired leases; each is then failed with a delay the host computed),
 // extend (renew leases), release (put back, uncounted, the jobs of

@@ -97,7 +97,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	k := q.keys
 	var cmd *redis.Cmd
 	if j.delayUs > 0 {
-		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker, k.counter}, j.args()...)
+		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker}, j.args()...)
 	} else {
 		cmd = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.name, j.maxAttempts, j.meta)
 	}

@@ -75,7 +75,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Enqueu
 		results[i].ID = j.id
 	}
 	k := q.keys
-	keys := []string{k.jobs, k.wait, k.delayed, k.marker, k.counter}
+	keys := []string{k.jobs, k.wait, k.delayed, k.marker}
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
 		for end < len(prepared) && end-start < manyChunk && (end == start || size+len(prepared[end].payload) <= manyChunkBytes) {

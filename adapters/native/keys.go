@@ -13,12 +13,12 @@ type keys struct {
 	wait      string // LIST of job IDs enqueued to run at once, run front to back
 	due       string // LIST of job IDs promoted from delayed, run before wait
 	active    string // ZSET id -> lease deadline (ms, server clock)
-	delayed   string // ZSET id -> fire_ms*0x1000 + seq
+	delayed   string // ZSET id -> fire_ms*0x1000 + its place in that ms (lua/lib/delayed_score.lua)
 	failed    string // ZSET id -> finish time (ms)
 	completed string // ZSET id -> finish time (ms), trimmed by retention
 	jobs      string // HASH id -> the job's packed record (record.go)
 	marker    string // ZSET wake-up marker idle workers block on
-	counter   string // STRING counter: lease tokens and delayed sequence
+	counter   string // STRING counter: lease tokens
 	control   string // HASH an operator's flags: paused (ms since), cancels (count of running jobs cancelled)
 
 	// The KEYS of the complete, fail, release, defer and reserve scripts,
@@ -42,9 +42,9 @@ func newKeys(prefix, queue string) keys {
 		control:   base + "control",
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
-	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
+	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker}
 	k.releaseKeys = []string{k.jobs, k.active, k.due, k.marker}
-	k.deferKeys = []string{k.jobs, k.active, k.delayed, k.marker, k.counter}
+	k.deferKeys = []string{k.jobs, k.active, k.delayed, k.marker}
 	k.reserveKeys = []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due, k.control}
 	return k
 }

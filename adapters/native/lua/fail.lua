@@ -5,7 +5,7 @@
 -- computed here. One call may end many jobs (a worker sends the outcomes
 -- that arrive together in one call); each is checked and stored in turn,
 -- exactly as if it had been sent alone.
--- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 marker, 6 counter
+-- KEYS: 1 jobs, 2 active, 3 delayed, 4 failed, 5 marker
 -- ARGV: 1 failed retention ms (> 0), 2 most failed jobs kept (-1 = no
 --       count limit), then for each job: id, lease token, delay
 --       (microseconds), permanent (1/0), max attempts, error text,
@@ -79,6 +79,6 @@ if #failed > 0 then
   trim_finished(KEYS[4], KEYS[1], now, tonumber(ARGV[1]), tonumber(ARGV[2]), #failed / 2)
 end
 if #retried > 0 then
-  schedule_all(KEYS[3], KEYS[6], KEYS[5], retried)
+  schedule_all(KEYS[3], KEYS[5], retried)
 end
 return out
