@@ -175,6 +175,11 @@ func (w *Worker) run(rj *runningJob) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	hctx := ctx // the handler's: ctx, with the attempt's deadline if any
+	// The attempt's deadline on the worker's (monotonic) clock: a handler
+	// that returns past it has failed, even when the deadline's timer has
+	// not fired yet (a process stopped, or starved, across the deadline
+	// wakes with the return and the timer both ready).
+	deadline := w.now().Add(w.timeout)
 	if w.timeout > 0 {
 		var cancelDeadline context.CancelFunc
 		hctx, cancelDeadline = context.WithTimeoutCause(ctx, w.timeout, w.errTimeout)
@@ -231,8 +236,8 @@ func (w *Worker) run(rj *runningJob) {
 		w.breakerDone(rj, err, true)
 		return
 	}
-	if w.timeout > 0 && errors.Is(context.Cause(hctx), ErrTimeout) {
-		err = w.errTimeout // returned at its deadline, whatever it returned
+	if w.timeout > 0 && (errors.Is(context.Cause(hctx), ErrTimeout) || !w.now().Before(deadline)) {
+		err = w.errTimeout // returned at or past its deadline, whatever it returned
 	}
 	if w.abandoned.Load() || rj.lost.Load() {
 		// A crash stores nothing; a lost lease's attempt was ended, stored

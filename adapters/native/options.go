@@ -172,6 +172,10 @@ func WithFallbackDelay(d time.Duration) WorkerOption {
 // failed: the worker ends it at once with ErrTimeout (stored, decided by
 // the rule and reported like any failure), frees its slot for the next
 // job and keeps nothing the handler does or returns afterwards. A handler
+// that returns at or past its deadline has failed the same way, whatever
+// it returns, even when the deadline's timer has not fired yet (a process
+// stopped or starved across the deadline): the return is checked against
+// the deadline on the monotonic clock. A handler
 // that ignores its context keeps running in its goroutine (Go cannot stop
 // it) while its job moves on, so it must not touch the Job after its
 // deadline. d must not be negative; 0 means no timeout.

@@ -40,9 +40,10 @@ type Worker struct {
 	key         func(*Job) backoff.Source
 	fallback    time.Duration
 	timeout     time.Duration
-	errTimeout  error        // ErrTimeout with the timeout, the error of a timed-out attempt
-	brk         guard.Config // WithBreaker's store and WithDependency's bindings
-	guard       *guard.Guard // built from brk; nil guards nothing
+	errTimeout  error            // ErrTimeout with the timeout, the error of a timed-out attempt
+	now         func() time.Time // the clock an attempt's deadline is checked on (time.Now; tests move it)
+	brk         guard.Config     // WithBreaker's store and WithDependency's bindings
+	guard       *guard.Guard     // built from brk; nil guards nothing
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -97,6 +98,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		running:     map[string]*runningJob{},
 		notify:      notify.Notifier{Prefix: "native"},
 		fallback:    DefaultFallbackDelay,
+		now:         time.Now,
 	}
 	if err := option.Apply(w, opts); err != nil {
 		return nil, err
