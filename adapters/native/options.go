@@ -29,8 +29,10 @@ func WithConcurrency(n int) WorkerOption {
 // only for a free handler). A prefetched job holds its lease, renewed
 // like a running job's, and starts as soon as a handler frees up, without
 // waiting for a round trip to Redis; it counts its attempt only when it
-// was reserved, as every job does. Shutdown runs the prefetched jobs like
-// the running ones (within its deadline; past it they go back uncounted).
+// was reserved, as every job does. Shutdown does not run the prefetched
+// jobs: it puts them back at once, uncounted (their attempt given back),
+// at the front of the queue in their order, for other workers (no observer
+// hears of them); only the running ones finish within its deadline.
 // More prefetch keeps handlers busier when round trips are slow (a loaded
 // machine), at the price of jobs waiting on this worker that an idle
 // worker could have run. For jobs that run for seconds or more, where a

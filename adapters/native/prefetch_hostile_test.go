@@ -159,3 +159,63 @@ func TestPauseWithPrefetchedJobs(t *testing.T) {
 		}
 	})
 }
+
+// Shutdown does not run the jobs a worker holds ahead: it puts them back
+// at once, uncounted (their attempts as before the reservation), at the
+// front of the queue in their order, and no observer hears of them; the
+// running job finishes within the deadline and is stored as usual.
+func TestShutdownPutsBackPrefetchedJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "shutdown-prefetched")
+		rec := &reboundtest.Recorder{}
+		const prefetch = 2
+		gate := make(chan struct{})
+		released := sync.OnceFunc(func() { close(gate) })
+		t.Cleanup(released)
+		var w *Worker
+		ids, runs := blockedPrefetch(t, q, 1+prefetch, prefetch, gate, WithObserver(rec), func(x *Worker) error { w = x; return nil })
+		done := make(chan error, 1)
+		go func() {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			done <- w.Shutdown(sctx)
+		}()
+		// The jobs ahead go back while the running one still runs.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, err := q.Counts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Active == 1 && c.Waiting == prefetch {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("counts %+v during Shutdown with the handler blocked, want 1 active and the %d ahead waiting", c, prefetch)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		released()
+		if err := <-done; err != nil {
+			t.Fatalf("Shutdown: %v, want nil (the running job finished in time)", err)
+		}
+		waitState(t, q, ids[0], StateCompleted, 5*time.Second)
+		due, err := rdb.LRange(ctx, q.keys.due, 0, -1).Result()
+		if err != nil || len(due) != prefetch || due[0] != ids[1] || due[1] != ids[2] {
+			t.Errorf("due list %v (%v), want the jobs ahead at its front in their order %v", due, err, ids[1:])
+		}
+		for _, id := range ids[1:] {
+			j, err := q.Job(ctx, id)
+			if err != nil || j.State != StateWaiting || j.Attempts != 0 {
+				t.Errorf("job held ahead after Shutdown: %+v (%v), want waiting with 0 attempts", j, err)
+			}
+			if n := runs()[id]; n != 0 {
+				t.Errorf("job held ahead ran %d times during Shutdown, want never", n)
+			}
+			if evs := rec.Job(id); len(evs) != 0 {
+				t.Errorf("the observer heard of a job held ahead:\n%s", rec.Story(id))
+			}
+		}
+	})
+}
