@@ -147,6 +147,12 @@ func (j *preparedJob) args() []any {
 	return j.appendArgs(make([]any, 0, argCount))
 }
 
+// size is how many bytes the job's arguments (see args) carry: its
+// strings, and at most 20 digits for each number.
+func (j *preparedJob) size() int {
+	return len(j.id) + len(j.payload) + len(j.name) + len(j.meta) + 2*20
+}
+
 // appendArgs appends the job's arguments (see args) to dst.
 func (j *preparedJob) appendArgs(dst []any) []any {
 	return append(dst, j.id, j.payload, j.name, j.maxAttempts, j.delayUs, j.meta)
