@@ -65,11 +65,14 @@ func (w *Worker) finisher() {
 
 // batchHead is how many leading arguments of a batched script's call are
 // shared by all its jobs (complete and fail: the queue's retention of the
-// set they finish jobs into); the rest of each request's arguments are its
-// job's.
+// set they finish jobs into; fail also the lease on an owed give-up call);
+// the rest of each request's arguments are its job's.
 func batchHead(s *redis.Script) int {
-	if s == scriptComplete || s == scriptFail {
+	switch s {
+	case scriptComplete:
 		return 2
+	case scriptFail:
+		return 3
 	}
 	return 0
 }

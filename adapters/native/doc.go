@@ -59,6 +59,14 @@
 // attempt to its observer; a retried call whose first reply was lost is
 // recognised and changes nothing. Delivery is at least once.
 //
+// The give-up hook's call is recorded in Redis by the same fail script
+// that gives the job up, when the worker has a hook, and cleared once the
+// hook returned: a worker that dies in between leaves it owed, and once
+// the dead worker's lease on the call has run out, the next reclaim pass
+// of a worker with a hook makes the call (with the job's name and
+// metadata as stored, and its error as the text stored). So the hook is
+// called at least once for every job a worker gave up, across crashes.
+//
 // # Limits
 //
 // What the queue can hold, and what happens beyond it:
@@ -154,6 +162,8 @@
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
 //	<prefix>:{<queue>}:counter    STRING lease tokens
 //	<prefix>:{<queue>}:control    HASH  operator flags: paused (since, ms), cancels (running jobs cancelled)
+//	<prefix>:{<queue>}:giveup     ZSET  give-up hook calls owed, scored by the owing worker's lease deadline (ms)
+//	<prefix>:{<queue>}:giveup:calls HASH job ID -> what the owed call tells (attempt, cap, outcome, error)
 //
 // A job has no key of its own: its record is one field of the jobs hash,
 // holding attempts started, the token of the reservation that holds its
@@ -190,7 +200,8 @@
 // failed attempts: attempts check, error, move to delayed or
 // failed), promote (the due sweep), reclaim (list
 // expired leases; each is then failed with a delay the host computed),
-// extend (renew leases), release (put back, uncounted, the jobs of
+// extend (renew leases), give_up_claim and give_up_done (take over and
+// clear owed give-up calls), release (put back, uncounted, the jobs of
 // handlers cut short by Shutdown) and defer (put back, uncounted, the jobs a
 // circuit breaker held back, to the delayed set); and for operators
 // list_sorted and list_waiting (a page of one state), retry, retry_failed

@@ -118,8 +118,15 @@ func WithObserver(o observe.Observer) WorkerOption {
 // moved it to the failed set. It is called once per such job, after the
 // observer is told of the attempt, with the attempt's context; a job given
 // up by a reclaim (its workers died) is told of by the worker that
-// reclaimed it. See [observe.GiveUpFunc] for what holds across crashes.
-// nil, the default, is none.
+// reclaimed it. The call is at least once across crashes: the fail
+// script records in Redis that it is owed, and the record is cleared once
+// f returned; if the worker dies in between, another worker with a hook
+// makes the call once the dead one's lease on it (the lease length,
+// [WithLease]) has run out, with the context.Background(), the job's name
+// and metadata as stored and its error as the stored text (errors.Is still
+// finds ErrLeaseExpired, ErrTimeout and ErrCancelled). An f that runs
+// longer than the lease may be called again by another worker. nil, the
+// default, is none.
 func WithGiveUp(f observe.GiveUpFunc) WorkerOption {
 	return func(w *Worker) error { w.notify.GiveUp = f; return nil }
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 	"github.com/rebound-go/rebound/internal/option"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // System is the observe.Attempt System this adapter reports.
@@ -105,6 +106,15 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	}
 	if err := w.brk.Validate("native"); err != nil {
 		return nil, err
+	}
+	if f := w.notify.GiveUp; f != nil {
+		// A worker that crashed (abandon, in tests) calls nothing more: the
+		// call it owed is taken over from Redis (see giveup.go).
+		w.notify.GiveUp = func(ctx context.Context, g observe.GiveUp) {
+			if !w.abandoned.Load() {
+				f(ctx, g)
+			}
+		}
 	}
 	w.guard = guard.New(w.brk, &w.notify, System)
 	if w.prefetch < 0 {
