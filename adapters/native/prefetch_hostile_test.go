@@ -219,3 +219,41 @@ func TestShutdownPutsBackPrefetchedJobs(t *testing.T) {
 		}
 	})
 }
+
+// A job held ahead that an operator cancels does not start once Cancel
+// returned, even when a handler frees up for it before the worker's next
+// lease renewal (the lease here is long, so none comes): the worker has
+// the queue confirm each start of a job held ahead, in the round trip that
+// stores the outcome of the job before it, and the confirmation finds the
+// job cancelled.
+func TestCancelledPrefetchedJobNeverStarts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "cancel-ahead-start")
+		rec := &reboundtest.Recorder{}
+		release := make(chan struct{})
+		released := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(released)
+		ids, runs := blockedPrefetch(t, q, 3, 2, release, WithLease(time.Minute), WithObserver(rec), WithGiveUp(rec.GiveUp))
+		was, err := q.Cancel(ctx, ids[1])
+		if err != nil || was != StateActive {
+			t.Fatalf("Cancel(prefetched) = %v, %v; want active", was, err)
+		}
+		released() // the handler frees up at once
+		waitState(t, q, ids[0], StateCompleted, 5*time.Second)
+		waitState(t, q, ids[2], StateCompleted, 5*time.Second)
+		if n := runs()[ids[1]]; n != 0 {
+			t.Errorf("the handler of the job cancelled while held ahead ran %d times after Cancel returned, want never", n)
+		}
+		evs := waitEnded(t, rec, ids[1], 1)
+		if end := evs[len(evs)-1]; !errors.Is(end.Result.Err, ErrCancelled) || end.Result.Decision.Outcome != backoff.OutcomePermanent {
+			t.Errorf("observer told %+v, want a permanent end with ErrCancelled", end.Result)
+		}
+		if g := rec.GiveUps(); len(g) != 1 || g[0].Attempt.JobID != ids[1] {
+			t.Errorf("give-up hook told %+v, want once, for the cancelled job", g)
+		}
+		if p := rec.Problems(); len(p) > 0 {
+			t.Errorf("observer problems: %v", p)
+		}
+	})
+}
