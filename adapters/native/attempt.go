@@ -95,10 +95,10 @@ func (w *Worker) freeBusy(rj *runningJob) {
 	next := w.queued[0]
 	w.queued[0] = nil
 	w.queued = w.queued[1:]
-	// A job held ahead starts only once the queue confirms it still holds
-	// its lease (an operator may have cancelled it since its reservation):
-	// the confirmation rides in the fetch loop's next round trip, the one
-	// that stores the outcome that freed this handler.
+	// A job held ahead starts only once the queue confirms an operator did
+	// not cancel it since its reservation (see confirm.go): the
+	// confirmation rides in the fetch loop's next round trip, the one that
+	// stores the outcome that freed this handler.
 	next.busy.Store(true)
 	w.starting = append(w.starting, next)
 	w.dmu.Unlock()

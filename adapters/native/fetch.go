@@ -151,8 +151,9 @@ const reserveBatch = 1000
 
 // reserveWith runs the reserve script for up to n jobs, which come back
 // with their records in the same reply, after storing the outcomes in outs
-// and confirming the starts of cf (see confirm.go) in the same round trip. The jobs are registered as running, their leases
-// renewed from here on. due is when, by the local clock, the earliest
+// in the same round trip, whose reply also confirms the starts of cf (see
+// confirm.go). The jobs are registered as running, their leases renewed
+// from here on. due is when, by the local clock, the earliest
 // delayed job becomes due (taken as the reply arrives).
 func (w *Worker) reserveWith(n int, outs []*finishReq, cf []*runningJob) ([]*runningJob, time.Time, error) {
 	ctx := context.Background()
