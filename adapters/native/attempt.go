@@ -49,6 +49,10 @@ type runningJob struct {
 	// run was reported to the breaker.
 	pass     guard.Pass
 	reported atomic.Bool
+	// cancels is the queue's count of running jobs cancelled as read with
+	// the job's reservation (or its last start confirmation, see
+	// confirm.go).
+	cancels int64
 	// busy is set while the attempt holds one of the worker's handler
 	// places (Worker.busy): from its start until it ends (see freeBusy).
 	busy atomic.Bool
@@ -91,17 +95,26 @@ func (w *Worker) freeBusy(rj *runningJob) {
 	next := w.queued[0]
 	w.queued[0] = nil
 	w.queued = w.queued[1:]
-	w.dmu.Unlock()
+	// A job held ahead starts only once the queue confirms an operator did
+	// not cancel it since its reservation (see confirm.go): the
+	// confirmation rides in the fetch loop's next round trip, the one that
+	// stores the outcome that freed this handler.
 	next.busy.Store(true)
-	go w.run(next)
+	w.starting = append(w.starting, next)
+	w.dmu.Unlock()
+	select {
+	case w.confirmNow <- struct{}{}:
+	default:
+	}
 }
 
-// takeQueued empties the queue of jobs reserved ahead, returning them.
+// takeQueued empties the queue of jobs reserved ahead, returning them
+// with (first) those given a handler but not yet confirmed to start.
 func (w *Worker) takeQueued() []*runningJob {
 	w.dmu.Lock()
 	defer w.dmu.Unlock()
-	queued := w.queued
-	w.queued = nil
+	queued := append(w.starting, w.queued...)
+	w.queued, w.starting = nil, nil
 	return queued
 }
 
@@ -175,6 +188,11 @@ func (w *Worker) run(rj *runningJob) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	hctx := ctx // the handler's: ctx, with the attempt's deadline if any
+	// The attempt's deadline on the worker's (monotonic) clock: a handler
+	// that returns past it has failed, even when the deadline's timer has
+	// not fired yet (a process stopped, or starved, across the deadline
+	// wakes with the return and the timer both ready).
+	deadline := w.now().Add(w.timeout)
 	if w.timeout > 0 {
 		var cancelDeadline context.CancelFunc
 		hctx, cancelDeadline = context.WithTimeoutCause(ctx, w.timeout, w.errTimeout)
@@ -231,8 +249,8 @@ func (w *Worker) run(rj *runningJob) {
 		w.breakerDone(rj, err, true)
 		return
 	}
-	if w.timeout > 0 && errors.Is(context.Cause(hctx), ErrTimeout) {
-		err = w.errTimeout // returned at its deadline, whatever it returned
+	if w.timeout > 0 && (errors.Is(context.Cause(hctx), ErrTimeout) || !w.now().Before(deadline)) {
+		err = w.errTimeout // returned at or past its deadline, whatever it returned
 	}
 	if w.abandoned.Load() || rj.lost.Load() {
 		// A crash stores nothing; a lost lease's attempt was ended, stored

@@ -65,11 +65,14 @@ func (w *Worker) finisher() {
 
 // batchHead is how many leading arguments of a batched script's call are
 // shared by all its jobs (complete and fail: the queue's retention of the
-// set they finish jobs into); the rest of each request's arguments are its
-// job's.
+// set they finish jobs into; fail also the lease on an owed give-up call);
+// the rest of each request's arguments are its job's.
 func batchHead(s *redis.Script) int {
-	if s == scriptComplete || s == scriptFail {
+	switch s {
+	case scriptComplete:
 		return 2
+	case scriptFail:
+		return 3
 	}
 	return 0
 }
@@ -86,6 +89,26 @@ func (w *Worker) sendBatch(batch []*finishReq) {
 		return nil
 	})
 	w.answerBatch(b)
+}
+
+// sendWith stores a batch of outcomes and confirms the starts of cf (see
+// confirm.go) in one round trip.
+func (w *Worker) sendWith(batch []*finishReq, cf []*runningJob) {
+	if len(cf) == 0 {
+		w.sendBatch(batch)
+		return
+	}
+	ctx := context.Background()
+	b := w.prepareBatch(batch)
+	var cc *redis.StringCmd
+	_, _ = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		b.queue(ctx, p)
+		cc = w.queueCancels(ctx, p, cf)
+		return nil
+	})
+	w.answerBatch(b)
+	n, err := cancelsRead(cc)
+	w.confirmed(cf, n, err)
 }
 
 // outcomeBatch is a batch of outcome calls grouped by script: every

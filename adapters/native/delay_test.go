@@ -287,3 +287,134 @@ func TestDueJobsRunBeforeTheWaitList(t *testing.T) {
 		t.Fatalf("reserved in order\n %s\nwant\n %s", strings.Join(got, ","), want)
 	}
 }
+
+// Jobs due in the same millisecond keep their enqueue order however far
+// the queue's counter has gone: it hands out lease tokens too, and a
+// score taken from it modulo 4096 put the jobs enqueued after it crossed
+// a multiple of 4096 ahead of those enqueued before. On miniredis the
+// clock is frozen, so every job below shares one fire millisecond; on
+// Redis each EnqueueMany reads the clock once, so each batch does.
+func TestSameMillisecondFIFOAcrossCounterWrap(t *testing.T) {
+	t.Run("bulk", func(t *testing.T) {
+		eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+			ctx := context.Background()
+			q := newQueue(t, rdb, prefix, "fifowrap-bulk")
+			var want []string
+			for b := range 5 {
+				jobs := make([]EnqueueParams, 1000)
+				for i := range jobs {
+					id := fmt.Sprintf("b%d-%04d", b, i)
+					jobs[i] = EnqueueParams{Options: []EnqueueOption{WithID(id), WithDelay(time.Hour)}}
+					want = append(want, id)
+				}
+				if _, err := q.EnqueueMany(ctx, jobs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkDelayedOrder(t, rdb, q, want)
+		})
+	})
+	t.Run("single", func(t *testing.T) {
+		eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+			ctx := context.Background()
+			q := newQueue(t, rdb, prefix, "fifowrap-one")
+			// Lease tokens of 4093 reservations taken before.
+			if err := rdb.Set(ctx, q.keys.counter, 4093, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			var want []string
+			for i := range 6 {
+				id := fmt.Sprintf("one-%d", i)
+				if _, err := q.Enqueue(ctx, nil, WithID(id), WithDelay(time.Hour)); err != nil {
+					t.Fatal(err)
+				}
+				want = append(want, id)
+			}
+			checkDelayedOrder(t, rdb, q, want)
+		})
+	})
+}
+
+// checkDelayedOrder fails the test unless the jobs of q's delayed set that
+// share a fire millisecond are in the order of want (the enqueue order),
+// and reports how many pairs are not.
+func checkDelayedOrder(t *testing.T, rdb redis.UniversalClient, q *Queue, want []string) {
+	t.Helper()
+	zs, err := rdb.ZRangeWithScores(context.Background(), q.keys.delayed, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(zs) != len(want) {
+		t.Fatalf("%d jobs delayed, want %d", len(zs), len(want))
+	}
+	rank := map[string]int{}
+	for i, id := range want {
+		rank[id] = i
+	}
+	// Walk each millisecond's run of the set in order; count the pairs of
+	// jobs of that millisecond out of enqueue order.
+	inversions, first := 0, ""
+	for i := range zs {
+		for j := i + 1; j < len(zs) && int64(zs[j].Score)/0x1000 == int64(zs[i].Score)/0x1000; j++ {
+			a, b := zs[i].Member.(string), zs[j].Member.(string)
+			if rank[a] > rank[b] {
+				if inversions == 0 {
+					first = fmt.Sprintf("%s comes before %s", a, b)
+				}
+				inversions++
+			}
+		}
+	}
+	if inversions > 0 {
+		t.Fatalf("%d pairs of jobs due in one millisecond are out of enqueue order (first: %s)", inversions, first)
+	}
+}
+
+// A millisecond's places are taken after the highest one the delayed set
+// holds, whoever stored it: a job scored by an earlier version (a sequence
+// modulo 4096) stays ahead of the jobs enqueued after it for the same
+// millisecond. Past 4096 jobs waiting for one millisecond the later ones
+// share its last place: still due at their time, after the first 4095.
+func TestSameMillisecondPlaces(t *testing.T) {
+	m := miniredis.RunT(t)
+	now := time.UnixMilli(1_800_000_000_000)
+	m.SetTime(now)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	q := newQueue(t, rdb, "rbt", "places")
+	fire := now.Add(time.Hour).UnixMilli()
+	if err := rdb.HSet(ctx, q.keys.jobs, "legacy", "0,,0,1,,|0:0:0:").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.ZAdd(ctx, q.keys.delayed, redis.Z{Score: float64(fire*0x1000 + 4000), Member: "legacy"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"legacy"}
+	for i := range 100 { // places 4001 to 4095, then five at 4095
+		id := fmt.Sprintf("new-%02d", i)
+		if _, err := q.Enqueue(ctx, nil, WithID(id), WithDelay(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, id)
+	}
+	got, err := rdb.ZRange(ctx, q.keys.delayed, 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("delayed order after a stored job at place 4000:\n got %v\nwant %v", got, want)
+	}
+	last, err := rdb.ZScore(ctx, q.keys.delayed, "new-99").Result()
+	if err != nil || int64(last) != fire*0x1000+4095 {
+		t.Fatalf("the jobs past place 4095 scored %v (%v), want the millisecond's last place %d", int64(last), err, fire*0x1000+4095)
+	}
+	m.SetTime(time.UnixMilli(fire - 1))
+	if n, err := q.Promote(ctx); err != nil || n != 0 {
+		t.Fatalf("a millisecond before their fire time, Promote moved %d (%v), want 0", n, err)
+	}
+	m.SetTime(time.UnixMilli(fire))
+	if n, err := q.Promote(ctx); err != nil || n != 101 {
+		t.Fatalf("at their fire time, Promote moved %d (%v), want all 101", n, err)
+	}
+}

@@ -59,6 +59,14 @@
 // attempt to its observer; a retried call whose first reply was lost is
 // recognised and changes nothing. Delivery is at least once.
 //
+// The give-up hook's call is recorded in Redis by the same fail script
+// that gives the job up, when the worker has a hook, and cleared once the
+// hook returned: a worker that dies in between leaves it owed, and once
+// the dead worker's lease on the call has run out, the next reclaim pass
+// of a worker with a hook makes the call (with the job's name and
+// metadata as stored, and its error as the text stored). So the hook is
+// called at least once for every job a worker gave up, across crashes.
+//
 // # Limits
 //
 // What the queue can hold, and what happens beyond it:
@@ -147,13 +155,15 @@
 //	<prefix>:{<queue>}:wait       LIST  job IDs enqueued to run at once, oldest first
 //	<prefix>:{<queue>}:due        LIST  job IDs whose delay has passed, run before wait
 //	<prefix>:{<queue>}:active     ZSET  running jobs, scored by lease deadline (ms)
-//	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000+seq
+//	<prefix>:{<queue>}:delayed    ZSET  scheduled jobs, scored fire_ms*0x1000 + place in that ms
 //	<prefix>:{<queue>}:failed     ZSET  jobs given up, scored by finish time (ms), trimmed by retention
 //	<prefix>:{<queue>}:completed  ZSET  completed jobs, scored by finish time, trimmed by retention
 //	<prefix>:{<queue>}:jobs       HASH  job ID -> the job's record, one packed string
 //	<prefix>:{<queue>}:marker     ZSET  wake-up marker idle workers block on
-//	<prefix>:{<queue>}:counter    STRING lease tokens and the delayed sequence
+//	<prefix>:{<queue>}:counter    STRING lease tokens
 //	<prefix>:{<queue>}:control    HASH  operator flags: paused (since, ms), cancels (running jobs cancelled)
+//	<prefix>:{<queue>}:giveup     ZSET  give-up hook calls owed, scored by the owing worker's lease deadline (ms)
+//	<prefix>:{<queue>}:giveup:calls HASH job ID -> what the owed call tells (attempt, cap, outcome, error)
 //
 // A job has no key of its own: its record is one field of the jobs hash,
 // holding attempts started, the token of the reservation that holds its
@@ -166,8 +176,12 @@
 // script reaches every job through a key in KEYS.
 //
 // Fire times come from the server's TIME, rounded up to the millisecond so
-// a job is never due early. The delayed score keeps jobs due in the same
-// millisecond in FIFO order for fire times up to 2039-09-07T15:47:35.551Z
+// a job is never due early. The delayed score is the fire time times
+// 0x1000 plus the job's place among the jobs of the delayed set due in
+// that millisecond, one past the last one's (lua/lib/delayed_score.lua):
+// jobs due in the same millisecond keep their FIFO order, up to 4096 of
+// them in the set at once (later ones share the last place and run in the
+// order of their IDs), for fire times up to 2039-09-07T15:47:35.551Z
 // (where fire_ms*0x1000 reaches 2^53, the last integer a double holds
 // exactly); later fire times, up to [MaxDelay] ahead, are kept to the
 // millisecond and never early too, but jobs due in one millisecond then
@@ -183,10 +197,11 @@
 // due jobs, then lease up to N with one call per command for the batch),
 // complete (one call for every success in a batch of outcomes, each job
 // checked and stored in turn as if alone), fail (the same batching for
-// failed attempts: attempts check, counter, error, move to delayed or
+// failed attempts: attempts check, error, move to delayed or
 // failed), promote (the due sweep), reclaim (list
 // expired leases; each is then failed with a delay the host computed),
-// extend (renew leases), release (put back, uncounted, the jobs of
+// extend (renew leases), give_up_claim and give_up_done (take over and
+// clear owed give-up calls), release (put back, uncounted, the jobs of
 // handlers cut short by Shutdown) and defer (put back, uncounted, the jobs a
 // circuit breaker held back, to the delayed set); and for operators
 // list_sorted and list_waiting (a page of one state), retry, retry_failed
@@ -230,7 +245,11 @@
 // at a time, so a handler that frees up would wait out a round trip for
 // its next job. The worker therefore reserves ahead (see [WithPrefetch];
 // by default as many jobs as it has handlers, at most 100): a finished
-// handler takes the next job reserved, in the queue's order, at once. On a
+// handler takes the next job reserved, in the queue's order, once the
+// round trip that stores its outcome (and reserves more) has confirmed
+// the job was not cancelled meanwhile ([Queue.Cancel]; the reserve's
+// count of cancels confirms it, at no cost of its own), so the handler
+// waits out that one round trip, not a second one for the reservation. On a
 // loaded machine a round trip is mostly time spent waiting for a CPU (the
 // server's, then the worker's). Without jobs reserved ahead, every handler
 // of a worker waits on the same serial chain of round trips, so one stall

@@ -97,7 +97,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	k := q.keys
 	var cmd *redis.Cmd
 	if j.delayUs > 0 {
-		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker, k.counter}, j.args()...)
+		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker}, j.args()...)
 	} else {
 		cmd = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.name, j.maxAttempts, j.meta)
 	}
@@ -145,6 +145,12 @@ const argCount = 6
 // worker's rule), delay in microseconds, packed metadata.
 func (j *preparedJob) args() []any {
 	return j.appendArgs(make([]any, 0, argCount))
+}
+
+// size is how many bytes the job's arguments (see args) carry: its
+// strings, and at most 20 digits for each number.
+func (j *preparedJob) size() int {
+	return len(j.id) + len(j.payload) + len(j.name) + len(j.meta) + 2*20
 }
 
 // appendArgs appends the job's arguments (see args) to dst.

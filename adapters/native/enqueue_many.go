@@ -30,9 +30,10 @@ type EnqueueResult struct {
 }
 
 // manyChunk is the most jobs one enqueue_many call carries, and
-// manyChunkBytes about the most payload bytes (a call always carries at
-// least one job): large inputs go in several calls, so that no call holds
-// Redis for long.
+// manyChunkBytes the most bytes of arguments (every job's ID, payload,
+// name, metadata and numbers; see preparedJob.size), though a call always
+// carries at least one job: large inputs go in several calls, so that no
+// call holds Redis for long.
 const (
 	manyChunk      = 1000
 	manyChunkBytes = 4 << 20
@@ -40,10 +41,11 @@ const (
 
 // EnqueueMany adds jobs to the queue, each exactly as [Queue.Enqueue] would
 // add it alone, in a few round trips: one atomic script call stores up to
-// 1000 jobs (and up to about 4 MiB of payload; a longer input is sent in
-// several calls, one after the other). It returns one result per job, in
-// the order of jobs: its ID, and nil or an error wrapping [ErrJobExists] for
-// a duplicate ID. Jobs that run at once join the wait list in the order
+// 1000 jobs and 4 MiB of what they carry (IDs, payloads, names and
+// metadata; a job larger than that goes in a call of its own), and a
+// longer input is sent in several calls, one after the other. It returns
+// one result per job, in the order of jobs: its ID, and nil or an error
+// wrapping [ErrJobExists] for a duplicate ID. Jobs that run at once join the wait list in the order
 // given; delayed ones due in the same millisecond run in that order too.
 //
 // Every job is checked first, as Enqueue checks it (payload size, options),
@@ -75,11 +77,11 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Enqueu
 		results[i].ID = j.id
 	}
 	k := q.keys
-	keys := []string{k.jobs, k.wait, k.delayed, k.marker, k.counter}
+	keys := []string{k.jobs, k.wait, k.delayed, k.marker}
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
-		for end < len(prepared) && end-start < manyChunk && (end == start || size+len(prepared[end].payload) <= manyChunkBytes) {
-			size += len(prepared[end].payload)
+		for end < len(prepared) && end-start < manyChunk && (end == start || size+prepared[end].size() <= manyChunkBytes) {
+			size += prepared[end].size()
 			end++
 		}
 		chunk := prepared[start:end]

@@ -31,6 +31,7 @@ var enqueueManyTests = []backendTest{
 	{"BadJob", testManyBadJob},
 	{"Chunks", testManyChunks},
 	{"PayloadLimit", testManyPayloadLimit},
+	{"CallBytes", testManyCallBytes},
 }
 
 func TestEnqueueMany(t *testing.T) { runBackends(t, enqueueManyTests) }
@@ -506,4 +507,87 @@ func testManyPayloadLimit(t *testing.T, rdb redis.UniversalClient, prefix string
 			t.Errorf("job %d: %v, %v, payload of %d bytes; want stored whole", i, r.Err, err, len(info.Payload))
 		}
 	}
+}
+
+// Every byte a job carries counts toward a call's bound, not only its
+// payload: jobs of about 1 MiB of metadata, of name or of ID (and small
+// payloads) are split as payloads of that size are, so that no call
+// carries much more than 4 MiB, and each is stored whole.
+func testManyCallBytes(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "many-bytes")
+	big := strings.Repeat("m", 1<<20-1<<10)
+	var sizes callSizes
+	if err := scriptEnqueueMany.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rdb.AddHook(&sizes)
+	for _, field := range []string{"metadata", "name", "id"} {
+		sizes.reset()
+		jobs := make([]EnqueueParams, 6)
+		for i := range jobs {
+			var opt EnqueueOption
+			switch field {
+			case "metadata":
+				opt = WithMetadata(map[string]string{"k": big})
+			case "name":
+				opt = WithName(big)
+			case "id":
+				opt = WithID(fmt.Sprint(i, big))
+			}
+			jobs[i] = EnqueueParams{Payload: []byte("p"), Options: []EnqueueOption{opt}}
+		}
+		res, err := q.EnqueueMany(ctx, jobs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		calls, most := sizes.get()
+		if calls != 2 || most > manyChunkBytes {
+			t.Errorf("6 jobs of 1 MiB of %s: %d script calls, the largest carrying %d bytes; want 2 of at most %d", field, calls, most, manyChunkBytes)
+		}
+		for i, r := range res {
+			info, err := q.Job(ctx, r.ID)
+			if r.Err != nil || err != nil || len(info.Metadata["k"])+len(info.Name)+len(info.ID) < len(big) {
+				t.Errorf("job %d of 1 MiB of %s: %v, %v; want stored whole", i, field, r.Err, err)
+			}
+		}
+	}
+}
+
+// callSizes is a hook that counts the script calls a client sends and
+// the most argument bytes (strings and byte slices) one of them carried.
+type callSizes struct {
+	mu          sync.Mutex
+	calls, most int
+}
+
+func (s *callSizes) reset() { s.mu.Lock(); s.calls, s.most = 0, 0; s.mu.Unlock() }
+
+func (s *callSizes) get() (int, int) { s.mu.Lock(); defer s.mu.Unlock(); return s.calls, s.most }
+
+func (*callSizes) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (s *callSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if name := cmd.Name(); name == "evalsha" || name == "eval" {
+			n := 0
+			for _, a := range cmd.Args() {
+				switch v := a.(type) {
+				case string:
+					n += len(v)
+				case []byte:
+					n += len(v)
+				}
+			}
+			s.mu.Lock()
+			s.calls++
+			s.most = max(s.most, n)
+			s.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*callSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

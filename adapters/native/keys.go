@@ -9,17 +9,19 @@ import (
 // {queue}, so a queue lives in one Cluster slot and each script can touch
 // all of its keys.
 type keys struct {
-	base      string // "<prefix>:{<queue>}:"
-	wait      string // LIST of job IDs enqueued to run at once, run front to back
-	due       string // LIST of job IDs promoted from delayed, run before wait
-	active    string // ZSET id -> lease deadline (ms, server clock)
-	delayed   string // ZSET id -> fire_ms*0x1000 + seq
-	failed    string // ZSET id -> finish time (ms)
-	completed string // ZSET id -> finish time (ms), trimmed by retention
-	jobs      string // HASH id -> the job's packed record (record.go)
-	marker    string // ZSET wake-up marker idle workers block on
-	counter   string // STRING counter: lease tokens and delayed sequence
-	control   string // HASH an operator's flags: paused (ms since), cancels (count of running jobs cancelled)
+	base        string // "<prefix>:{<queue>}:"
+	wait        string // LIST of job IDs enqueued to run at once, run front to back
+	due         string // LIST of job IDs promoted from delayed, run before wait
+	active      string // ZSET id -> lease deadline (ms, server clock)
+	delayed     string // ZSET id -> fire_ms*0x1000 + its place in that ms (lua/lib/delayed_score.lua)
+	failed      string // ZSET id -> finish time (ms)
+	completed   string // ZSET id -> finish time (ms), trimmed by retention
+	jobs        string // HASH id -> the job's packed record (record.go)
+	marker      string // ZSET wake-up marker idle workers block on
+	counter     string // STRING counter: lease tokens
+	control     string // HASH an operator's flags: paused (ms since), cancels (count of running jobs cancelled)
+	giveup      string // ZSET id -> lease deadline (ms) of the worker that owes the job's give-up call
+	giveupCalls string // HASH id -> what the owed give-up call tells (lua/lib/give_up_call.lua)
 
 	// The KEYS of the complete, fail, release, defer and reserve scripts,
 	// built once: every outcome and every fetch sends one of them.
@@ -29,22 +31,24 @@ type keys struct {
 func newKeys(prefix, queue string) keys {
 	base := prefix + ":{" + escapeTag(queue) + "}:"
 	k := keys{
-		base:      base,
-		wait:      base + "wait",
-		due:       base + "due",
-		active:    base + "active",
-		delayed:   base + "delayed",
-		failed:    base + "failed",
-		completed: base + "completed",
-		jobs:      base + "jobs",
-		marker:    base + "marker",
-		counter:   base + "counter",
-		control:   base + "control",
+		base:        base,
+		wait:        base + "wait",
+		due:         base + "due",
+		active:      base + "active",
+		delayed:     base + "delayed",
+		failed:      base + "failed",
+		completed:   base + "completed",
+		jobs:        base + "jobs",
+		marker:      base + "marker",
+		counter:     base + "counter",
+		control:     base + "control",
+		giveup:      base + "giveup",
+		giveupCalls: base + "giveup:calls",
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
-	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.counter}
+	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.giveup, k.giveupCalls}
 	k.releaseKeys = []string{k.jobs, k.active, k.due, k.marker}
-	k.deferKeys = []string{k.jobs, k.active, k.delayed, k.marker, k.counter}
+	k.deferKeys = []string{k.jobs, k.active, k.delayed, k.marker}
 	k.reserveKeys = []string{k.wait, k.active, k.delayed, k.marker, k.jobs, k.counter, k.due, k.control}
 	return k
 }

@@ -95,6 +95,7 @@ func (w *Worker) reclaimLoop() {
 			return
 		case <-t.C:
 		}
+		w.claimGiveUps()
 		for {
 			n, err := w.reclaimOnce(context.Background(), 100)
 			if err != nil {
@@ -150,7 +151,11 @@ func (w *Worker) reclaimOnce(ctx context.Context, limit int) (int, error) {
 		if rj != nil {
 			w.leaseLost(rj)
 		}
-		w.notify.Ended(octx, a, applied(scriptFail, observe.Result{Err: ErrLeaseExpired, Decision: d}, out))
+		r := applied(scriptFail, observe.Result{Err: ErrLeaseExpired, Decision: d}, out)
+		w.notify.Ended(octx, a, r)
+		if r.GaveUp() {
+			w.giveUpDone(id, token)
+		}
 	}
 	return n, nil
 }

@@ -25,6 +25,7 @@ func (w *Worker) Start() error {
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
 		w.renewNow = make(chan struct{}, 1)
+		w.confirmNow = make(chan struct{}, 1)
 		w.finishCh = make(chan *finishReq, w.concurrency)
 		w.started.Store(true)
 		w.bg.Add(4 + finishers)
@@ -55,7 +56,9 @@ func (w *Worker) Run(ctx context.Context) error {
 }
 
 // Shutdown stops taking jobs and waits for running handlers to finish and
-// their outcome to be stored. When ctx ends first, the handlers' contexts
+// their outcome to be stored; the jobs reserved ahead that no handler
+// started ([WithPrefetch]) go back at once, uncounted, to the front of the
+// queue. When ctx ends first, the handlers' contexts
 // are cancelled with [ErrShutdown] and their jobs put back in the queue at
 // once, in one round trip, without using up an attempt: they run again
 // first, with the same attempt number, and observers are told the attempt

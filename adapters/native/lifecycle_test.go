@@ -92,6 +92,46 @@ func TestTimeout(t *testing.T) {
 	})
 }
 
+// A handler that returns after its deadline has failed its attempt even
+// when the deadline's timer has not fired yet: a process stopped across the
+// deadline (SIGSTOP, a loaded machine) resumes with the handler's return
+// and the timer both ready, and the return must not win as a success. The
+// worker's clock is moved past the deadline while the timer (an hour out)
+// has not fired.
+func TestTimeoutCheckedOnTheClock(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "lateclock")
+		rec := &reboundtest.Recorder{}
+		var skew atomic.Int64
+		w, err := NewWorker(q, fixedRule(t, time.Millisecond, 1), func(ctx context.Context, j *Job) error {
+			skew.Store(int64(2 * time.Hour)) // the process slept through the deadline
+			if ctx.Err() != nil {
+				t.Errorf("the context ended (%v) before the deadline's timer fired", context.Cause(ctx))
+			}
+			return nil
+		}, WithObserver(rec), WithTimeout(time.Hour), WithErrorHandler(func(err error) { t.Logf("worker: %v", err) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+		if _, err := q.Enqueue(ctx, nil, WithID("late")); err != nil {
+			t.Fatal(err)
+		}
+		info := waitState(t, q, "late", StateFailed, 10*time.Second)
+		if !strings.Contains(info.LastError, "timeout") {
+			t.Errorf("stored error %q, want the timeout", info.LastError)
+		}
+		if evs := waitEnded(t, rec, "late", 1); !errors.Is(evs[0].Result.Err, ErrTimeout) {
+			t.Errorf("the observer was told %v, want ErrTimeout", evs[0].Result.Err)
+		}
+	})
+}
+
 func TestTimeoutOption(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()

@@ -29,8 +29,15 @@ func WithConcurrency(n int) WorkerOption {
 // only for a free handler). A prefetched job holds its lease, renewed
 // like a running job's, and starts as soon as a handler frees up, without
 // waiting for a round trip to Redis; it counts its attempt only when it
-// was reserved, as every job does. Shutdown runs the prefetched jobs like
-// the running ones (within its deadline; past it they go back uncounted).
+// was reserved, as every job does. It starts only once the queue has
+// confirmed, after a handler freed up for it, that an operator did not
+// cancel it meanwhile ([Queue.Cancel]):
+// the confirmation rides in the round trip that stores the outcome of the
+// job before it, so a prefetched job starts a round trip after its
+// handler frees up, not at once. Shutdown does not run the prefetched
+// jobs: it puts them back at once, uncounted (their attempt given back),
+// at the front of the queue in their order, for other workers (no observer
+// hears of them); only the running ones finish within its deadline.
 // More prefetch keeps handlers busier when round trips are slow (a loaded
 // machine), at the price of jobs waiting on this worker that an idle
 // worker could have run. For jobs that run for seconds or more, where a
@@ -116,8 +123,15 @@ func WithObserver(o observe.Observer) WorkerOption {
 // moved it to the failed set. It is called once per such job, after the
 // observer is told of the attempt, with the attempt's context; a job given
 // up by a reclaim (its workers died) is told of by the worker that
-// reclaimed it. See [observe.GiveUpFunc] for what holds across crashes.
-// nil, the default, is none.
+// reclaimed it. The call is at least once across crashes: the fail
+// script records in Redis that it is owed, and the record is cleared once
+// f returned; if the worker dies in between, another worker with a hook
+// makes the call once the dead one's lease on it (the lease length,
+// [WithLease]) has run out, with the context.Background(), the job's name
+// and metadata as stored and its error as the stored text (errors.Is still
+// finds ErrLeaseExpired, ErrTimeout and ErrCancelled). An f that runs
+// longer than the lease may be called again by another worker. nil, the
+// default, is none.
 func WithGiveUp(f observe.GiveUpFunc) WorkerOption {
 	return func(w *Worker) error { w.notify.GiveUp = f; return nil }
 }
@@ -172,6 +186,10 @@ func WithFallbackDelay(d time.Duration) WorkerOption {
 // failed: the worker ends it at once with ErrTimeout (stored, decided by
 // the rule and reported like any failure), frees its slot for the next
 // job and keeps nothing the handler does or returns afterwards. A handler
+// that returns at or past its deadline has failed the same way, whatever
+// it returns, even when the deadline's timer has not fired yet (a process
+// stopped or starved across the deadline): the return is checked against
+// the deadline on the monotonic clock. A handler
 // that ignores its context keeps running in its goroutine (Go cannot stop
 // it) while its job moves on, so it must not touch the Job after its
 // deadline. d must not be negative; 0 means no timeout.

@@ -52,7 +52,11 @@ func (w *Worker) tell(rj *runningJob, ctx context.Context, a observe.Attempt, s 
 		// reclaim that ends the attempt reports it.
 		w.report(err)
 	default:
-		w.notify.Ended(ctx, a, applied(s, result, res))
+		r := applied(s, result, res)
+		w.notify.Ended(ctx, a, r)
+		if s == scriptFail && r.GaveUp() {
+			w.giveUpDone(rj.id, rj.token)
+		}
 	}
 }
 
@@ -190,7 +194,7 @@ func (w *Worker) failArgs(id, token string, d backoff.Decision, maxAttempts int,
 	if reclaim {
 		rec = 1
 	}
-	return []any{w.q.failFor.Milliseconds(), w.q.failMost, id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
+	return []any{w.q.failFor.Milliseconds(), w.q.failMost, w.owedLease(), id, token, ceilMicros(d.Delay), permanent, maxAttempts, msg, meta, rec}
 }
 
 // fail runs the fail script directly (not batched).

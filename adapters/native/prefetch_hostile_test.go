@@ -159,3 +159,101 @@ func TestPauseWithPrefetchedJobs(t *testing.T) {
 		}
 	})
 }
+
+// Shutdown does not run the jobs a worker holds ahead: it puts them back
+// at once, uncounted (their attempts as before the reservation), at the
+// front of the queue in their order, and no observer hears of them; the
+// running job finishes within the deadline and is stored as usual.
+func TestShutdownPutsBackPrefetchedJobs(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "shutdown-prefetched")
+		rec := &reboundtest.Recorder{}
+		const prefetch = 2
+		gate := make(chan struct{})
+		released := sync.OnceFunc(func() { close(gate) })
+		t.Cleanup(released)
+		var w *Worker
+		ids, runs := blockedPrefetch(t, q, 1+prefetch, prefetch, gate, WithObserver(rec), func(x *Worker) error { w = x; return nil })
+		done := make(chan error, 1)
+		go func() {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			done <- w.Shutdown(sctx)
+		}()
+		// The jobs ahead go back while the running one still runs.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c, err := q.Counts(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Active == 1 && c.Waiting == prefetch {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("counts %+v during Shutdown with the handler blocked, want 1 active and the %d ahead waiting", c, prefetch)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		released()
+		if err := <-done; err != nil {
+			t.Fatalf("Shutdown: %v, want nil (the running job finished in time)", err)
+		}
+		waitState(t, q, ids[0], StateCompleted, 5*time.Second)
+		due, err := rdb.LRange(ctx, q.keys.due, 0, -1).Result()
+		if err != nil || len(due) != prefetch || due[0] != ids[1] || due[1] != ids[2] {
+			t.Errorf("due list %v (%v), want the jobs ahead at its front in their order %v", due, err, ids[1:])
+		}
+		for _, id := range ids[1:] {
+			j, err := q.Job(ctx, id)
+			if err != nil || j.State != StateWaiting || j.Attempts != 0 {
+				t.Errorf("job held ahead after Shutdown: %+v (%v), want waiting with 0 attempts", j, err)
+			}
+			if n := runs()[id]; n != 0 {
+				t.Errorf("job held ahead ran %d times during Shutdown, want never", n)
+			}
+			if evs := rec.Job(id); len(evs) != 0 {
+				t.Errorf("the observer heard of a job held ahead:\n%s", rec.Story(id))
+			}
+		}
+	})
+}
+
+// A job held ahead that an operator cancels does not start once Cancel
+// returned, even when a handler frees up for it before the worker's next
+// lease renewal (the lease here is long, so none comes): the worker has
+// the queue confirm each start of a job held ahead, in the round trip that
+// stores the outcome of the job before it, and the confirmation finds the
+// job cancelled.
+func TestCancelledPrefetchedJobNeverStarts(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "cancel-ahead-start")
+		rec := &reboundtest.Recorder{}
+		release := make(chan struct{})
+		released := sync.OnceFunc(func() { close(release) })
+		t.Cleanup(released)
+		ids, runs := blockedPrefetch(t, q, 3, 2, release, WithLease(time.Minute), WithObserver(rec), WithGiveUp(rec.GiveUp))
+		was, err := q.Cancel(ctx, ids[1])
+		if err != nil || was != StateActive {
+			t.Fatalf("Cancel(prefetched) = %v, %v; want active", was, err)
+		}
+		released() // the handler frees up at once
+		waitState(t, q, ids[0], StateCompleted, 5*time.Second)
+		waitState(t, q, ids[2], StateCompleted, 5*time.Second)
+		if n := runs()[ids[1]]; n != 0 {
+			t.Errorf("the handler of the job cancelled while held ahead ran %d times after Cancel returned, want never", n)
+		}
+		evs := waitEnded(t, rec, ids[1], 1)
+		if end := evs[len(evs)-1]; !errors.Is(end.Result.Err, ErrCancelled) || end.Result.Decision.Outcome != backoff.OutcomePermanent {
+			t.Errorf("observer told %+v, want a permanent end with ErrCancelled", end.Result)
+		}
+		if g := rec.GiveUps(); len(g) != 1 || g[0].Attempt.JobID != ids[1] {
+			t.Errorf("give-up hook told %+v, want once, for the cancelled job", g)
+		}
+		if p := rec.Problems(); len(p) > 0 {
+			t.Errorf("observer problems: %v", p)
+		}
+	})
+}

@@ -35,7 +35,7 @@ func TestQueueNamesWithBracesAndColons(t *testing.T) {
 			qs[name] = q
 			k := q.keys
 			tag := hashTag(k.wait)
-			for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.jobs, k.marker, k.counter, k.control} {
+			for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.jobs, k.marker, k.counter, k.control, k.giveup, k.giveupCalls} {
 				if hashTag(key) != tag {
 					t.Errorf("queue %q: key %q has hash tag %q, want %q like its wait list", name, key, hashTag(key), tag)
 				}

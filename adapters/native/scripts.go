@@ -77,6 +77,8 @@ var (
 	scriptExtend         = script("extend")
 	scriptRelease        = script("release")
 	scriptDefer          = script("defer")
+	scriptGiveUpClaim    = script("give_up_claim")
+	scriptGiveUpDone     = script("give_up_done")
 
 	// Operator actions (list.go, actions.go, pause.go).
 	scriptListSorted  = script("list_sorted")

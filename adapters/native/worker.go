@@ -14,6 +14,7 @@ import (
 	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 	"github.com/rebound-go/rebound/internal/option"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // System is the observe.Attempt System this adapter reports.
@@ -40,9 +41,10 @@ type Worker struct {
 	key         func(*Job) backoff.Source
 	fallback    time.Duration
 	timeout     time.Duration
-	errTimeout  error        // ErrTimeout with the timeout, the error of a timed-out attempt
-	brk         guard.Config // WithBreaker's store and WithDependency's bindings
-	guard       *guard.Guard // built from brk; nil guards nothing
+	errTimeout  error            // ErrTimeout with the timeout, the error of a timed-out attempt
+	now         func() time.Time // the clock an attempt's deadline is checked on (time.Now; tests move it)
+	brk         guard.Config     // WithBreaker's store and WithDependency's bindings
+	guard       *guard.Guard     // built from brk; nil guards nothing
 
 	startOnce sync.Once
 	stopOnce  sync.Once
@@ -66,6 +68,13 @@ type Worker struct {
 	abandoned atomic.Bool
 	cancels   atomic.Int64  // the queue's count of running jobs cancelled, as the last reserve saw it
 	renewNow  chan struct{} // asks renewLoop to renew at once
+
+	// Jobs held ahead given a handler, waiting for the queue to confirm
+	// their start (see confirm.go), under dmu; confirmNow tells the fetch
+	// loop they wait; confirmFails counts failed confirmations in a row.
+	starting     []*runningJob
+	confirmNow   chan struct{}
+	confirmFails int
 
 	mu      sync.Mutex
 	running map[string]*runningJob
@@ -97,12 +106,22 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 		running:     map[string]*runningJob{},
 		notify:      notify.Notifier{Prefix: "native"},
 		fallback:    DefaultFallbackDelay,
+		now:         time.Now,
 	}
 	if err := option.Apply(w, opts); err != nil {
 		return nil, err
 	}
 	if err := w.brk.Validate("native"); err != nil {
 		return nil, err
+	}
+	if f := w.notify.GiveUp; f != nil {
+		// A worker that crashed (abandon, in tests) calls nothing more: the
+		// call it owed is taken over from Redis (see giveup.go).
+		w.notify.GiveUp = func(ctx context.Context, g observe.GiveUp) {
+			if !w.abandoned.Load() {
+				f(ctx, g)
+			}
+		}
 	}
 	w.guard = guard.New(w.brk, &w.notify, System)
 	if w.prefetch < 0 {

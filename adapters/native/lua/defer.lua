@@ -5,7 +5,7 @@
 -- host computed (the breaker's wait and its spread): no curve is computed
 -- here. One call may put back many jobs; each is checked and stored in
 -- turn, exactly as if it had been sent alone.
--- KEYS: 1 jobs, 2 active, 3 delayed, 4 marker, 5 counter
+-- KEYS: 1 jobs, 2 active, 3 delayed, 4 marker
 -- ARGV: for each job: id, lease token, delay (microseconds), metadata
 --       (packed by the host, with the deferral counted; "-" keeps the
 --       stored one)
@@ -43,5 +43,5 @@ if #done == 0 then
 end
 redis.call('ZREM', KEYS[2], unpack(done))
 redis.call('HSET', KEYS[1], unpack(stored))
-schedule_all(KEYS[3], KEYS[5], KEYS[4], later)
+schedule_all(KEYS[3], KEYS[4], later)
 return out

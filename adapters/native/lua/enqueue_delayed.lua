@@ -1,6 +1,6 @@
 -- enqueue_delayed: adds one job with a delay to the delayed set, due at the
 -- server's clock plus the delay, rounded up to the millisecond.
--- KEYS: 1 jobs, 2 delayed, 3 marker, 4 counter
+-- KEYS: 1 jobs, 2 delayed, 3 marker
 -- ARGV: 1 id, 2 payload, 3 name, 4 max attempts (0 = the worker's rule),
 --       5 delay (microseconds, > 0), 6 metadata (packed by the host, "" for
 --       none)
@@ -11,5 +11,5 @@ local us = now_us()
 if redis.call('HSETNX', KEYS[1], ARGV[1], rec_new(ARGV[4], num(math.floor(us / 1000)), ARGV[3], ARGV[6], ARGV[2])) == 0 then
   return 0
 end
-schedule(KEYS[2], KEYS[4], KEYS[3], ARGV[1], fire_ms(us, tonumber(ARGV[5])))
+schedule(KEYS[2], KEYS[3], ARGV[1], fire_ms(us, tonumber(ARGV[5])))
 return 2

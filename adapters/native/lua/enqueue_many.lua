@@ -2,11 +2,11 @@
 -- enqueue adds one (same record, same clock reading, same wait list or
 -- delayed set), with one call per command for the whole batch: one HMGET
 -- to find the IDs already taken, one HSET of every new record, one RPUSH
--- of the jobs to run at once (in batch order) and one INCRBY and ZADD of
+-- of the jobs to run at once (in batch order) and one ZADD of
 -- the delayed ones (in batch order within a millisecond), then at most one
 -- wake-up. The host sends at most 1000 jobs a call, which keeps every
 -- variadic call far inside Lua's stack limit and the call short.
--- KEYS: 1 jobs, 2 wait, 3 delayed, 4 marker, 5 counter
+-- KEYS: 1 jobs, 2 wait, 3 delayed, 4 marker
 -- ARGV: six per job, as enqueue's: id, payload, name, max attempts (0 = the
 --       worker's rule), delay (microseconds), metadata (packed, "" for none)
 -- Returns one code per job, in order: 0 the ID is taken (by a job stored
@@ -45,6 +45,6 @@ if #wait > 0 then
   wake(KEYS[4])
 end
 if #delayed > 0 then
-  schedule_all(KEYS[3], KEYS[5], KEYS[4], delayed)
+  schedule_all(KEYS[3], KEYS[4], delayed)
 end
 return out
