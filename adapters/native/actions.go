@@ -144,16 +144,6 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // returns is dropped. A worker that died meanwhile tells no one, and its
 // job stays cancelled.
 //
-// No handler of the job starts once Cancel returned. A job a worker holds
-// ahead of its handlers ([WithPrefetch]) starts only after the queue
-// confirmed, once a handler freed up for it, that the job was not
-// cancelled (in the round trip that stores the outcome of the job before
-// it); a cancelled one is found there and never starts. A
-// job's handler that may still run had its start confirmed before the
-// cancel (by the reservation itself, for a job a handler was free for):
-// between that and the handler's call the worker only tells its observer
-// the attempt started and, with [WithBreaker], asks the breaker.
-//
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
 func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {

@@ -49,10 +49,6 @@ type runningJob struct {
 	// run was reported to the breaker.
 	pass     guard.Pass
 	reported atomic.Bool
-	// cancels is the queue's count of running jobs cancelled as read with
-	// the job's reservation (or its last start confirmation, see
-	// confirm.go).
-	cancels int64
 	// busy is set while the attempt holds one of the worker's handler
 	// places (Worker.busy): from its start until it ends (see freeBusy).
 	busy atomic.Bool
@@ -95,26 +91,17 @@ func (w *Worker) freeBusy(rj *runningJob) {
 	next := w.queued[0]
 	w.queued[0] = nil
 	w.queued = w.queued[1:]
-	// A job held ahead starts only once the queue confirms an operator did
-	// not cancel it since its reservation (see confirm.go): the
-	// confirmation rides in the fetch loop's next round trip, the one that
-	// stores the outcome that freed this handler.
-	next.busy.Store(true)
-	w.starting = append(w.starting, next)
 	w.dmu.Unlock()
-	select {
-	case w.confirmNow <- struct{}{}:
-	default:
-	}
+	next.busy.Store(true)
+	go w.run(next)
 }
 
-// takeQueued empties the queue of jobs reserved ahead, returning them
-// with (first) those given a handler but not yet confirmed to start.
+// takeQueued empties the queue of jobs reserved ahead, returning them.
 func (w *Worker) takeQueued() []*runningJob {
 	w.dmu.Lock()
 	defer w.dmu.Unlock()
-	queued := append(w.starting, w.queued...)
-	w.queued, w.starting = nil, nil
+	queued := w.queued
+	w.queued = nil
 	return queued
 }
 

@@ -91,26 +91,6 @@ func (w *Worker) sendBatch(batch []*finishReq) {
 	w.answerBatch(b)
 }
 
-// sendWith stores a batch of outcomes and confirms the starts of cf (see
-// confirm.go) in one round trip.
-func (w *Worker) sendWith(batch []*finishReq, cf []*runningJob) {
-	if len(cf) == 0 {
-		w.sendBatch(batch)
-		return
-	}
-	ctx := context.Background()
-	b := w.prepareBatch(batch)
-	var cc *redis.StringCmd
-	_, _ = w.q.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		b.queue(ctx, p)
-		cc = w.queueCancels(ctx, p, cf)
-		return nil
-	})
-	w.answerBatch(b)
-	n, err := cancelsRead(cc)
-	w.confirmed(cf, n, err)
-}
-
 // outcomeBatch is a batch of outcome calls grouped by script: every
 // complete of the batch goes in one call of the complete script, and every
 // fail in one call of the fail script (each ends its jobs in turn, as

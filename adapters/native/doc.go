@@ -245,11 +245,7 @@
 // at a time, so a handler that frees up would wait out a round trip for
 // its next job. The worker therefore reserves ahead (see [WithPrefetch];
 // by default as many jobs as it has handlers, at most 100): a finished
-// handler takes the next job reserved, in the queue's order, once the
-// round trip that stores its outcome (and reserves more) has confirmed
-// the job was not cancelled meanwhile ([Queue.Cancel]; the reserve's
-// count of cancels confirms it, at no cost of its own), so the handler
-// waits out that one round trip, not a second one for the reservation. On a
+// handler takes the next job reserved, in the queue's order, at once. On a
 // loaded machine a round trip is mostly time spent waiting for a CPU (the
 // server's, then the worker's). Without jobs reserved ahead, every handler
 // of a worker waits on the same serial chain of round trips, so one stall

@@ -31,8 +31,6 @@ func (w *Worker) fetchLoop() {
 			n = 1
 		case r := <-w.finishCh:
 			outs = append(outs, r)
-		case <-w.confirmNow:
-			// Starts to confirm (see confirm.go): they go in this round trip.
 		}
 		// select picks at random among ready cases: a slot that freed up
 		// after Shutdown began must not take one more job.
@@ -70,10 +68,10 @@ func (w *Worker) fetchLoop() {
 			}
 		}
 		if n == 0 {
-			w.sendWith(outs, w.takeStarting())
+			w.sendBatch(outs)
 			continue
 		}
-		jobs, due, err := w.reserveWith(n, outs, w.takeStarting())
+		jobs, due, err := w.reserveWith(n, outs)
 		for range n - len(jobs) {
 			<-w.slots
 		}
@@ -112,9 +110,7 @@ func (w *Worker) fetchLoop() {
 			case <-timer.C:
 				break idle
 			case r := <-w.finishCh:
-				w.sendWith(w.drainOutcomes(append(outs[:0], r)), w.takeStarting())
-			case <-w.confirmNow:
-				w.sendWith(w.drainOutcomes(outs[:0]), w.takeStarting())
+				w.sendBatch(w.drainOutcomes(append(outs[:0], r)))
 			}
 		}
 		w.waiting.Store(false)
@@ -151,16 +147,15 @@ const reserveBatch = 1000
 
 // reserveWith runs the reserve script for up to n jobs, which come back
 // with their records in the same reply, after storing the outcomes in outs
-// in the same round trip, whose reply also confirms the starts of cf (see
-// confirm.go). The jobs are registered as running, their leases renewed
-// from here on. due is when, by the local clock, the earliest
+// in the same round trip. The jobs are registered as running, their leases
+// renewed from here on. due is when, by the local clock, the earliest
 // delayed job becomes due (taken as the reply arrives).
-func (w *Worker) reserveWith(n int, outs []*finishReq, cf []*runningJob) ([]*runningJob, time.Time, error) {
+func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time, error) {
 	ctx := context.Background()
 	keys := w.q.keys.reserveKeys
 	var res []any
 	var err error
-	if len(outs) == 0 && len(cf) == 0 {
+	if len(outs) == 0 {
 		res, err = scriptReserve.Run(ctx, w.q.rdb, keys, n, w.lease.Milliseconds()).Slice()
 	} else {
 		var rc *redis.Cmd
@@ -176,18 +171,13 @@ func (w *Worker) reserveWith(n int, outs []*finishReq, cf []*runningJob) ([]*run
 			res, err = scriptReserve.Run(ctx, w.q.rdb, keys, n, w.lease.Milliseconds()).Slice()
 		}
 	}
-	if err == nil && len(res) < 3 {
-		err = fmt.Errorf("native: reserve returned %d values, want at least 3", len(res))
-	}
 	if err != nil {
-		w.confirmed(cf, 0, err)
 		return nil, time.Time{}, err
 	}
-	// The reserve read the count of running jobs cancelled after the
-	// handlers of cf freed up: it confirms their starts (see confirm.go).
-	cancels := parseInt(res[2])
-	w.confirmed(cf, cancels, nil)
-	if w.cancels.Swap(cancels) != cancels {
+	if len(res) < 3 {
+		return nil, time.Time{}, fmt.Errorf("native: reserve returned %d values, want at least 3", len(res))
+	}
+	if cancels := parseInt(res[2]); w.cancels.Swap(cancels) != cancels {
 		// An operator cancelled a running job since the last reserve:
 		// renew now, which tells whether it was one of ours.
 		select {
@@ -216,7 +206,7 @@ func (w *Worker) reserveWith(n int, outs []*finishReq, cf []*runningJob) ([]*run
 		}
 		// The job is leased to us from here on: register it so its lease
 		// is renewed.
-		rj := &runningJob{id: id, token: token, job: w.newJob(id, rec.attempts, rec), cancels: cancels}
+		rj := &runningJob{id: id, token: token, job: w.newJob(id, rec.attempts, rec)}
 		w.running[token] = rj
 		jobs = append(jobs, rj)
 	}

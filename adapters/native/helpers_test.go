@@ -138,7 +138,7 @@ func waitState(t testing.TB, q *Queue, id string, want State, within time.Durati
 // reserve leases up to n jobs, as the fetch loop does with no outcomes to
 // store.
 func (w *Worker) reserve(n int) ([]*Job, []string, time.Time, error) {
-	rjs, due, err := w.reserveWith(n, nil, nil)
+	rjs, due, err := w.reserveWith(n, nil)
 	var jobs []*Job
 	var tokens []string
 	for _, rj := range rjs {

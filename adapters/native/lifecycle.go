@@ -25,7 +25,6 @@ func (w *Worker) Start() error {
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
 		w.renewNow = make(chan struct{}, 1)
-		w.confirmNow = make(chan struct{}, 1)
 		w.finishCh = make(chan *finishReq, w.concurrency)
 		w.started.Store(true)
 		w.bg.Add(4 + finishers)

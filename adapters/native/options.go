@@ -29,12 +29,7 @@ func WithConcurrency(n int) WorkerOption {
 // only for a free handler). A prefetched job holds its lease, renewed
 // like a running job's, and starts as soon as a handler frees up, without
 // waiting for a round trip to Redis; it counts its attempt only when it
-// was reserved, as every job does. It starts only once the queue has
-// confirmed, after a handler freed up for it, that an operator did not
-// cancel it meanwhile ([Queue.Cancel]):
-// the confirmation rides in the round trip that stores the outcome of the
-// job before it, so a prefetched job starts a round trip after its
-// handler frees up, not at once. Shutdown does not run the prefetched
+// was reserved, as every job does. Shutdown does not run the prefetched
 // jobs: it puts them back at once, uncounted (their attempt given back),
 // at the front of the queue in their order, for other workers (no observer
 // hears of them); only the running ones finish within its deadline.

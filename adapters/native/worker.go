@@ -69,13 +69,6 @@ type Worker struct {
 	cancels   atomic.Int64  // the queue's count of running jobs cancelled, as the last reserve saw it
 	renewNow  chan struct{} // asks renewLoop to renew at once
 
-	// Jobs held ahead given a handler, waiting for the queue to confirm
-	// their start (see confirm.go), under dmu; confirmNow tells the fetch
-	// loop they wait; confirmFails counts failed confirmations in a row.
-	starting     []*runningJob
-	confirmNow   chan struct{}
-	confirmFails int
-
 	mu      sync.Mutex
 	running map[string]*runningJob
 }
