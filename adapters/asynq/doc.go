@@ -143,7 +143,9 @@
 //     whole seconds.
 //   - Inspector.CancelProcessing, or a server BaseContext cancelled: asynq
 //     counts a failure with context.Canceled and retries it; reported as
-//     such, with the fire time asynq stores.
+//     such, with the fire time asynq stores, the error an
+//     [*observe.CancelledError] reading "context canceled", as the
+//     engine's cancel reads on every adapter.
 //   - Server shutdown that cuts a handler short (the handler outlives the
 //     ShutdownTimeout): asynq puts the task back without counting the run;
 //     reported as [observe.Interrupted]. rebound knows it only because

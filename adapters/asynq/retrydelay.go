@@ -1,6 +1,7 @@
 package reboundasynq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -99,6 +100,12 @@ func (r *Retrier) claim(ru *run, err error) time.Duration {
 	}
 	timer.Stop()
 	now := time.Now()
+	if err == context.Canceled {
+		// The engine's cancel (Inspector.CancelProcessing, a cancelled
+		// BaseContext): told as every adapter tells it, reading as the
+		// text asynq stores.
+		err = &observe.CancelledError{Engine: err.Error(), Cause: err}
+	}
 	// Once the handler has returned, the headers are asynq's alone again:
 	// precise mode's exact time can travel.
 	res, exact := r.failure(ru, err, now, r.precise && ru.headers != nil && returned, true)
