@@ -180,3 +180,52 @@ func TestLookAlikeTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestDeliveryTokens: NewTask gives each task its own token, and every
+// retry gets a fresh one, so one Task value enqueued twice has look-alike
+// tokens on its first delivery only.
+func TestDeliveryTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := mustNew(t, mustRule(t, fixed(t, time.Second), 3))
+		var mu sync.Mutex
+		tokens := map[string][]string{}
+		h := func(ctx context.Context, task *asynq.Task) error {
+			id, _ := asynq.GetTaskID(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			tokens[id] = append(tokens[id], task.Headers()[HeaderTask])
+			if len(tokens[id]) == 1 {
+				return errBoom
+			}
+			return nil
+		}
+		s := start(t, miniRedis(t), "q", r, h, serverOpts{types: []string{"x"}})
+		if a, b := r.NewTask("x", nil).Headers()[HeaderTask], r.NewTask("x", nil).Headers()[HeaderTask]; a == "" || a == b {
+			t.Fatalf("NewTask tokens %q and %q, want two distinct ones", a, b)
+		}
+		task := r.NewTask("x", nil, asynq.Retention(time.Hour))
+		var ids []string
+		for range 2 {
+			info, err := s.client.Enqueue(task, asynq.Queue(s.queue))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, info.ID)
+		}
+		for _, id := range ids {
+			s.waitState(t, id, asynq.TaskStateCompleted, time.Minute)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		a, b := tokens[ids[0]], tokens[ids[1]]
+		if len(a) != 2 || len(b) != 2 {
+			t.Fatalf("tokens seen %v and %v, want two deliveries each", a, b)
+		}
+		if a[0] != b[0] {
+			t.Errorf("one Task value enqueued twice: first tokens %q and %q, want the same", a[0], b[0])
+		}
+		if a[1] == a[0] || b[1] == b[0] || a[1] == b[1] || a[1] == "" {
+			t.Errorf("retry tokens %q and %q (first %q), want a fresh one per retry", a[1], b[1], a[0])
+		}
+	})
+}
