@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/rebound-go/rebound/internal/safe"
 )
 
 // flightKey is what RetryDelay can see of a run. asynq hands it a copy of
@@ -61,7 +63,7 @@ func (f *flight) remove(ru *run) {
 }
 
 // take returns the run of the task message t at retry count n that asynq
-// hands to RetryDelay with err, and marks it claimed; nil when none may
+// hands to RetryDelay with an error, and marks it claimed; nil when none may
 // be it. A run is handed to one claimer only.
 //
 // Only two kinds of run reach RetryDelay without rebound's error: one
@@ -72,11 +74,13 @@ func (f *flight) remove(ru *run) {
 // enqueued twice, on their first delivery), the kind err points to is
 // preferred, then the oldest: such runs cannot be told apart by anything
 // asynq hands back.
-func (f *flight) take(t *asynq.Task, n int, err error) *run {
+//
+// ended says err is the context's error or asynq.ErrLeaseExpired (see
+// [endedError]).
+func (f *flight) take(t *asynq.Task, n int, ended bool) *run {
 	if t == nil {
 		return nil
 	}
-	ended := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, asynq.ErrLeaseExpired)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var best *run
@@ -103,6 +107,17 @@ func (f *flight) take(t *asynq.Task, n int, err error) *run {
 		best.mu.Unlock()
 	}
 	return best
+}
+
+// endedError reports whether asynq hands RetryDelay err because a run's
+// context ended (its deadline, a cancel, a lost lease). err may come from
+// a middleware outside rebound's: a panic while it is asked is recovered
+// and counts as no.
+func endedError(err error) bool {
+	ok, _ := safe.Value("error text", false, func() bool {
+		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, asynq.ErrLeaseExpired)
+	})
+	return ok
 }
 
 // len returns the number of runs held.

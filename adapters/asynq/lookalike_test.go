@@ -229,3 +229,27 @@ func TestDeliveryTokens(t *testing.T) {
 		}
 	})
 }
+
+// isPanics is an error whose Is method panics, as a middleware outside
+// rebound's might return.
+type isPanics struct{}
+
+func (isPanics) Error() string { return "is panics" }
+func (isPanics) Is(error) bool { panic("no Is for you") }
+func (isPanics) Unwrap() error { return nil }
+
+// TestRetryDelayHostileOuterError: asynq calls RetryDelay on its own
+// goroutine, where a panic kills the process. Finding the run of an error
+// that did not come through the middleware asks the error whether it is
+// the context's: a panic there is recovered.
+func TestRetryDelayHostileOuterError(t *testing.T) {
+	r := mustNew(t, mustRule(t, fixed(t, time.Second), 3))
+	defer func() {
+		if p := recover(); p != nil {
+			t.Fatalf("RetryDelay panicked: %v", p)
+		}
+	}()
+	if d := r.RetryDelay(0, isPanics{}, r.NewTask("x", nil)); d < 0 {
+		t.Errorf("RetryDelay = %v, want a delay never negative", d)
+	}
+}

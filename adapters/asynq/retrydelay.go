@@ -52,7 +52,7 @@ func (r *Retrier) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	case found:
 		return 0 // a refused delivery asynq retries anyway: archive it soon
 	default:
-		ru = r.flight.take(t, max(n, 0), err)
+		ru = r.flight.take(t, max(n, 0), endedError(err))
 	}
 	if ru == nil {
 		return r.unknownDelay(n, err, t, now)
