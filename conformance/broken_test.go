@@ -259,6 +259,12 @@ var brokenCases = []struct {
 		fails:  map[string]string{"KindRules": "ran 3 times, want 2"},
 		passes: "AttemptsCap",
 	},
+	{
+		name:   "engine's cancel told as a plain error",
+		fault:  faultCancelUntyped,
+		fails:  map[string]string{"CancelStory": "want an *observe.CancelledError"},
+		passes: "AttemptsCap",
+	},
 }
 
 // TestBrokenHarnesses runs every broken harness in a synctest bubble,

@@ -176,6 +176,12 @@
 //     cancelled while it waited may end failed with a retry as the
 //     observer's last word, and the hook told at most once), and a
 //     terminal job never runs again.
+//   - CancelStory ([CancelEngine], [ErrorEngine]): the engine's cancel of
+//     a running job is told the way every adapter tells it: an
+//     *observe.CancelledError matching observe.ErrCancelled, reading as
+//     the text the engine stored (LastError); a job it ended is told
+//     permanent and given up with that same error and outcome, a job the
+//     engine retries (asynq) is told a retry and never given up.
 //   - Restart ([RestartEngine]): a handler blocked on its context when the
 //     worker restarts is told interrupted, not a failure or a success, and
 //     its job runs again with the same attempt number and completes; a

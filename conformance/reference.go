@@ -72,6 +72,7 @@ const (
 	faultBreakerSpends            // a run the breaker defers spends an attempt
 	faultBreakerFlood             // asks the breaker about every run as a first run: the budget never holds the backlog back
 	faultBreakerNeverCloses       // reports a success of a bound job as neutral: a probe's success never closes the breaker
+	faultCancelUntyped            // tells the engine's cancel of a running attempt as a plain error, not an *observe.CancelledError
 )
 
 // Reference returns the reference harness on the real clock. It declares

@@ -174,8 +174,13 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	var dec backoff.Decision
 	var policyPanicked bool
 	switch {
-	case why == errCancelled:
+	case why == errCancelled && fault == faultCancelUntyped:
 		err = fmt.Errorf("%w (the attempt returned %s)", errCancelled, safe.Message(err))
+		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
+	case why == errCancelled:
+		// Told as every adapter tells the engine's cancel: the text the
+		// engine stores, typed.
+		err = &observe.CancelledError{Engine: a.text(errCancelled), Cause: errCancelled}
 		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
 	case err != nil:
 		dec, policyPanicked = a.decide(e, j.id, j.kind, n, err)

@@ -42,6 +42,7 @@ var checks = []check{
 	{"KindRules", checkKindRules},
 	{"Timeout", checkTimeout},
 	{"Cancel", checkCancel},
+	{"CancelStory", checkCancelStory},
 	{"Restart", checkRestart},
 	{"Reclaim", checkReclaim},
 	{"Concurrency", checkConcurrency},

@@ -71,7 +71,9 @@ type Result struct {
 	// information: it is not a failure.
 	Err error
 	// Decision is the retry decision rebound made for a failed attempt:
-	// retry after a delay, exhausted, or permanent. Zero on success. For an
+	// retry after a delay, exhausted, or permanent. Zero on success, and
+	// zero for a failed attempt whose follow-up the engine decided without
+	// asking rebound (see [Result.EngineDecided]). For an
 	// attempt that did not count, the decision is the engine's, not the
 	// rule's: a retry whose Delay is the time until FireAt, so that an
 	// observer that ignores Counting still sees the job run again.
@@ -136,6 +138,18 @@ func (c Counting) String() string {
 	return "uncounted"
 }
 
+// EngineDecided reports whether the attempt failed and the engine decided
+// what follows without asking rebound: River retrying a job at the time
+// its worker's own NextRetry returned, or acting on what a middleware
+// outside rebound's made of the error (a snooze, a success), or an
+// ErrorHandler's cancel. rebound then knows neither the engine's decision
+// nor whether the run counted: Decision is zero, FireAt is zero, and the
+// job is not given up (the give-up hook is told only of rebound's own
+// decisions). [Result.Outcome] names it "engine".
+func (r Result) EngineDecided() bool {
+	return r.Counting == Counted && r.Err != nil && r.Decision.Outcome == 0
+}
+
 // Counts reports whether the attempt counted against the attempts cap.
 func (r Result) Counts() bool { return r.Counting == Counted }
 
@@ -144,6 +158,10 @@ func (r Result) Counts() bool { return r.Counting == Counted }
 func (r Result) GaveUp() bool {
 	return r.Counting == Counted && r.Err != nil && !r.Decision.Retry() && r.Decision.Outcome != 0
 }
+
+// OutcomeEngine is [Result.Outcome]'s name for a failed attempt whose
+// follow-up the engine decided without asking rebound.
+const OutcomeEngine = "engine"
 
 // An Observer watches attempts. Adapters call AttemptStarted before running
 // the job's handler and AttemptEnded after the retry decision is made, with
@@ -159,14 +177,18 @@ type Observer interface {
 }
 
 // Outcome names how an attempt ended, for labels: "success", the decision's
-// outcome ("retry", "exhausted", "permanent"), or, for an attempt that did
-// not count, its [Counting] name ("snoozed", "interrupted", "deferred").
+// outcome ("retry", "exhausted", "permanent"), "engine" for a failure
+// whose follow-up the engine decided without rebound
+// ([Result.EngineDecided]), or, for an attempt that did not count, its
+// [Counting] name ("snoozed", "interrupted", "deferred").
 func (r Result) Outcome() string {
 	switch {
 	case r.Counting != Counted:
 		return r.Counting.String()
 	case r.Err == nil:
 		return "success"
+	case r.Decision.Outcome == 0:
+		return OutcomeEngine
 	}
 	return r.Decision.Outcome.String()
 }

@@ -28,10 +28,32 @@ func TestResultOutcome(t *testing.T) {
 		{observe.Result{Counting: observe.Snoozed}, "snoozed"},
 		{observe.Result{Err: &observe.DeferredError{Dependency: "payments"}, Decision: retry, Counting: observe.Deferred}, "deferred"},
 		{observe.Result{Err: boom, Counting: observe.Counting(200)}, "uncounted"},
+		// A failure whose follow-up the engine decided without rebound.
+		{observe.Result{Err: boom}, "engine"},
 	}
 	for _, c := range cases {
 		if got := c.r.Outcome(); got != c.want {
 			t.Errorf("%+v.Outcome() = %q, want %q", c.r, got, c.want)
+		}
+	}
+}
+
+func TestEngineDecided(t *testing.T) {
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		r    observe.Result
+		want bool
+	}{
+		{observe.Result{Err: boom}, true},
+		{observe.Result{}, false},
+		{observe.Result{Err: boom, Decision: backoff.Decision{Outcome: backoff.OutcomeRetry}}, false},
+		{observe.Result{Err: boom, Counting: observe.Snoozed}, false},
+	} {
+		if got := c.r.EngineDecided(); got != c.want {
+			t.Errorf("%+v.EngineDecided() = %v, want %v", c.r, got, c.want)
+		}
+		if c.r.EngineDecided() && c.r.GaveUp() {
+			t.Errorf("%+v: engine-decided and given up", c.r)
 		}
 	}
 }

@@ -264,9 +264,12 @@ const (
 	outcomeSnoozed     = int(backoff.OutcomePermanent) + 1
 	outcomeInterrupted = outcomeSnoozed + 1
 	outcomeDeferred    = outcomeInterrupted + 1
+	// outcomeEngine is a counted failure whose follow-up the engine
+	// decided without rebound (observe.Result.EngineDecided).
+	outcomeEngine = outcomeDeferred + 1
 	// outcomeCounting is an observe.Counting value this package does
 	// not know, from a newer observe package.
-	outcomeCounting = outcomeDeferred + 1
+	outcomeCounting = outcomeEngine + 1
 	numOutcomes     = outcomeCounting + 1
 )
 
@@ -283,6 +286,8 @@ func outcomeName(i int) string {
 		return observe.Interrupted.String()
 	case i == outcomeDeferred:
 		return observe.Deferred.String()
+	case i == outcomeEngine:
+		return observe.OutcomeEngine
 	}
 	return "uncounted"
 }
@@ -300,9 +305,11 @@ func outcomeOf(r observe.Result) int {
 		return outcomeCounting
 	case r.Err == nil:
 		return outcomeSuccess
-	case r.Decision.Outcome == 0 || r.Decision.Outcome > backoff.OutcomePermanent:
-		// A failure without a decision rebound knows: the engine gave up
-		// on its own, so count it as exhausted.
+	case r.Decision.Outcome == 0:
+		// The engine decided what follows without asking rebound.
+		return outcomeEngine
+	case r.Decision.Outcome > backoff.OutcomePermanent:
+		// An outcome from a newer backoff package: a give-up.
 		return outcomeExhausted
 	}
 	return int(r.Decision.Outcome)

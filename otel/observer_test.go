@@ -404,6 +404,57 @@ func TestPermanentJobIsLabelledSo(t *testing.T) {
 	}
 }
 
+// A failure whose follow-up the engine decided without rebound is labelled
+// "engine" on the span and the metrics: a failure, but neither a retry
+// rebound scheduled nor a job given up.
+func TestEngineDecidedIsLabelledSo(t *testing.T) {
+	f := newFixture(t)
+	a := observe.Attempt{System: "river", Queue: "q", JobID: "job-e", Number: 1, MaxAttempts: 5}
+	f.obs.AttemptEnded(f.obs.AttemptStarted(context.Background(), a), a, observe.Result{Err: errors.New("boom")})
+	spans := f.spans.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("got %d spans, want 1", len(spans))
+	}
+	attrs := attrMap(spans[0].Attributes())
+	if got := attrs["rebound.retry.outcome"].AsString(); got != "engine" {
+		t.Errorf("outcome %q, want engine", got)
+	}
+	if _, ok := attrs["rebound.retry.fire_time"]; ok {
+		t.Error("an engine-decided attempt has a fire time; rebound knows none")
+	}
+	if spans[0].Status().Code != codes.Error {
+		t.Errorf("status %v, want Error", spans[0].Status().Code)
+	}
+	sm := f.metrics(t)
+	assertAttemptsOn(t, sm, "river", "q", map[string]int64{"engine": 1})
+	if m, ok := lookupMetric(sm, "rebound.jobs.exhausted"); ok && len(m.Data.(metricdata.Sum[int64]).DataPoints) != 0 {
+		t.Error("an engine-decided failure counted as exhausted")
+	}
+}
+
+// The engine's cancel reads the same on every engine: error.type names
+// *observe.CancelledError and the status the text the engine stored.
+func TestCancelledErrorType(t *testing.T) {
+	f := newFixture(t)
+	a := observe.Attempt{System: "rebound", Queue: "q", JobID: "job-c", Number: 1, MaxAttempts: 5}
+	res := observe.Result{Err: &observe.CancelledError{Engine: "native: cancelled by an operator"}, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}
+	f.obs.AttemptEnded(f.obs.AttemptStarted(context.Background(), a), a, res)
+	spans := f.spans.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("got %d spans, want 1", len(spans))
+	}
+	attrs := attrMap(spans[0].Attributes())
+	if got := attrs["error.type"].AsString(); got != "*observe.CancelledError" && got != "github.com/rebound-go/rebound/observe.CancelledError" && got != "*github.com/rebound-go/rebound/observe.CancelledError" {
+		t.Errorf("error.type %q, want the *observe.CancelledError", got)
+	}
+	if got := spans[0].Status().Description; got != "native: cancelled by an operator" {
+		t.Errorf("status %q, want the text the engine stored", got)
+	}
+	if got := attrs["rebound.retry.outcome"].AsString(); got != "permanent" {
+		t.Errorf("outcome %q, want permanent", got)
+	}
+}
+
 func TestAttemptsLinkToProducer(t *testing.T) {
 	f := newFixture(t)
 	producerCtx, producer := f.tp.Tracer("producer").Start(context.Background(), "send emails",

@@ -62,6 +62,20 @@
 // attempt never runs alongside a handler that outlived its deadline, and
 // the worker slot stays taken, as it really is.
 //
+// RetryDelay finds that run by what asynq hands it: the task's type, its
+// retry count and the header [HeaderTask], a random token naming the
+// delivery, which NewTask sets and RetryDelay replaces before asynq stores
+// each retry. So thirty tasks of one type with empty payloads, timing out
+// together, are each decided as themselves, and a run is handed to one
+// RetryDelay call only. asynq hands back nothing else that tells tasks
+// apart: tasks built without a token (asynq.NewTask, or a task of a
+// rebound release before tokens) and one Task value enqueued several
+// times share a key on their first delivery, and when the contexts of
+// several such runs end together each is decided by one of those
+// RetryDelay calls, the oldest first, but not necessarily its own: a
+// retry's keyed jitter, and its reported fire time, may be another such
+// task's. From their second delivery on each has its own token.
+//
 // # Attempts cap
 //
 // A task runs at most MaxAttempts times, MaxAttempts being the smaller of
@@ -129,7 +143,9 @@
 //     whole seconds.
 //   - Inspector.CancelProcessing, or a server BaseContext cancelled: asynq
 //     counts a failure with context.Canceled and retries it; reported as
-//     such, with the fire time asynq stores.
+//     such, with the fire time asynq stores, the error an
+//     [*observe.CancelledError] reading "context canceled", as the
+//     engine's cancel reads on every adapter.
 //   - Server shutdown that cuts a handler short (the handler outlives the
 //     ShutdownTimeout): asynq puts the task back without counting the run;
 //     reported as [observe.Interrupted]. rebound knows it only because
@@ -202,6 +218,15 @@
 // asynq's polling (DelayedTaskCheckInterval and TaskCheckInterval; 100ms
 // each keeps it near 100ms). A handler that ignores its context keeps its
 // worker slot for up to ten seconds past its deadline.
+//
+// In precise mode asynq's own tools do not show rebound's time: the
+// Inspector (and asynqmon) show a retrying task's NextProcessAt as the
+// whole second asynq stores, up to one second before the retry really
+// runs, and a task held in the middleware as active (its Retried already
+// counted) before its handler starts. The exact due time is the task's
+// [HeaderRetryAt] header (TaskInfo.Headers, decimal Unix nanoseconds), and
+// what observers were told (an OpenTelemetry span's
+// rebound.retry.fire_time).
 //
 // # Errors no worker should die of
 //

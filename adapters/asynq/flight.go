@@ -1,29 +1,38 @@
 package reboundasynq
 
 import (
+	"context"
+	"crypto/rand"
+	"errors"
 	"slices"
 	"sync"
-	"unsafe"
 
 	"github.com/hibiken/asynq"
+
+	"github.com/rebound-go/rebound/internal/safe"
 )
 
-// flightKey is what RetryDelay can see of a run: asynq passes it a copy of
-// the task built from the very same type string (and payload) the handler
-// got, so the string's bytes identify the task message asynq is handling,
-// and asynq's retry count the delivery.
+// flightKey is what RetryDelay can see of a run. asynq hands it a copy of
+// the task message's type, payload and headers, never the task ID; of
+// those, the header [HeaderTask] names the delivery: [Retrier.NewTask]
+// puts a fresh random token there, and RetryDelay a new one before asynq
+// stores each retry. With asynq's retry count, the token tells apart the
+// runs of tasks identical in type and payload, and the runs of tasks of
+// one ID on two Redis databases served by one Retrier.
 type flightKey struct {
-	typ unsafe.Pointer
-	n   int
+	token string // the HeaderTask value; "" for a task without one
+	typ   string
+	n     int
 }
 
 func keyOf(t *asynq.Task, n int) flightKey {
-	return flightKey{typ: unsafe.Pointer(unsafe.StringData(t.Type())), n: n}
+	return flightKey{token: t.Headers()[HeaderTask], typ: t.Type(), n: n}
 }
 
-// flight holds the runs asynq is working on. One Retrier may serve several
-// servers whose task IDs collide (one ID on two Redis databases); the key
-// is the message asynq decoded, not the ID, so that never mixes them up.
+// newToken returns a fresh delivery token for HeaderTask.
+func newToken() string { return rand.Text() }
+
+// flight holds the runs asynq is working on.
 type flight struct {
 	mu   sync.Mutex
 	runs map[flightKey][]*run
@@ -53,36 +62,62 @@ func (f *flight) remove(ru *run) {
 	f.runs[ru.key] = slices.Delete(list, i, i+1)
 }
 
-// find returns the run of the task message t at retry count n, or nil.
-// A key names one message, except when the type is a single byte, whose
-// strings Go does not allocate: then the payload's bytes, and a run not
-// yet decided, tell them apart.
-func (f *flight) find(t *asynq.Task, n int) *run {
+// take returns the run of the task message t at retry count n that asynq
+// hands to RetryDelay with an error, and marks it claimed; nil when none may
+// be it. A run is handed to one claimer only.
+//
+// Only two kinds of run reach RetryDelay without rebound's error: one
+// whose context ended (asynq then hands it the context's error, or
+// asynq.ErrLeaseExpired), and one the middleware decided whose error a
+// middleware outside rebound's replaced. A run still running is neither.
+// When runs share a key (tasks built without a token, or one task value
+// enqueued twice, on their first delivery), the kind err points to is
+// preferred, then the oldest: such runs cannot be told apart by anything
+// asynq hands back.
+//
+// ended says err is the context's error or asynq.ErrLeaseExpired (see
+// [endedError]).
+func (f *flight) take(t *asynq.Task, n int, ended bool) *run {
 	if t == nil {
 		return nil
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	list := f.runs[keyOf(t, n)]
-	if len(list) == 1 {
-		return list[0]
-	}
-	pay := unsafe.Pointer(unsafe.SliceData(t.Payload()))
 	var best *run
-	bestScore := -1
-	for _, ru := range list {
-		score := 0
-		if ru.pay == pay {
-			score += 2
+	bestScore := 0
+	for _, ru := range f.runs[keyOf(t, n)] {
+		ru.mu.Lock()
+		claimed, decided := ru.claimed, ru.decided
+		ru.mu.Unlock()
+		done := ru.actx.Err() != nil
+		if claimed || (!done && !decided) {
+			continue
 		}
-		if _, _, decided := ru.outcome(); !decided {
-			score++
+		score := 1
+		if done == ended {
+			score = 2
 		}
 		if score > bestScore {
 			best, bestScore = ru, score
 		}
 	}
+	if best != nil {
+		best.mu.Lock()
+		best.claimed = true
+		best.mu.Unlock()
+	}
 	return best
+}
+
+// endedError reports whether asynq hands RetryDelay err because a run's
+// context ended (its deadline, a cancel, a lost lease). err may come from
+// a middleware outside rebound's: a panic while it is asked is recovered
+// and counts as no.
+func endedError(err error) bool {
+	ok, _ := safe.Value("error text", false, func() bool {
+		return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, asynq.ErrLeaseExpired)
+	})
+	return ok
 }
 
 // len returns the number of runs held.

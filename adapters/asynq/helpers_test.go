@@ -290,7 +290,7 @@ func fixed(t testing.TB, d time.Duration) backoff.Policy {
 // context was live, as the middleware does, and returns the error it
 // hands asynq.
 func (r *Retrier) decideNow(t *asynq.Task, id string, n, k int, err error, end time.Time) *carrier {
-	ru := r.newRun(t, id, "q", n, k, r.RuleFor(t.Type()))
+	ru := r.newRun(context.Background(), t, id, "q", n, k, r.RuleFor(t.Type()))
 	ru.started, ru.ctx = true, context.Background()
 	c := r.carrierFor(err)
 	c.run = ru

@@ -318,6 +318,12 @@ func TestCancelProcessingTruth(t *testing.T) {
 				if at, ok := w.matches(1, first.Result.FireAt, precise); !ok {
 					t.Errorf("cancelled attempt reported FireAt %v, asynq stored %v", first.Result.FireAt, at)
 				}
+				// The engine's cancel reads as every adapter tells it: an
+				// *observe.CancelledError with the text asynq stored.
+				var ce *observe.CancelledError
+				if info := s.info(t, id); !errors.As(first.Result.Err, &ce) || !errors.Is(first.Result.Err, observe.ErrCancelled) || info == nil || first.Result.Err.Error() != info.LastErr {
+					t.Errorf("cancelled attempt reported error %T %v, want an *observe.CancelledError reading the stored last error (%+v)", first.Result.Err, first.Result.Err, info)
+				}
 				if got := rec.Story(id); got != "1 retry "+want.Delay.String()+"\n2 success" {
 					t.Errorf("story:\n%s", got)
 				}

@@ -3,7 +3,6 @@ package reboundasynq
 import (
 	"context"
 	"time"
-	"unsafe"
 
 	"github.com/hibiken/asynq"
 
@@ -42,7 +41,7 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	if !okK {
 		k = -1
 	}
-	ru := r.newRun(t, id, queue, n, k, rule)
+	ru := r.newRun(ctx, t, id, queue, n, k, rule)
 	r.flight.add(ru)
 
 	if r.precise && ru.carrier != nil {
@@ -87,16 +86,17 @@ func (r *Retrier) process(ctx context.Context, t *asynq.Task, next asynq.Handler
 	return c
 }
 
-// newRun builds the run of task t with the given ID, delivered from queue
-// with retry count n and MaxRetry k (k < 0: unknown).
-func (r *Retrier) newRun(t *asynq.Task, id, queue string, n, k int, rule backoff.Rule) *run {
+// newRun builds the run of task t with the given ID, delivered in asynq's
+// context ctx from queue with retry count n and MaxRetry k (k < 0:
+// unknown).
+func (r *Retrier) newRun(ctx context.Context, t *asynq.Task, id, queue string, n, k int, rule backoff.Rule) *run {
 	maxAttempts := min(rule.MaxAttempts(), maxStoredAttempts)
 	if k >= 0 && k < maxAttempts-1 {
 		maxAttempts = k + 1 // asynq archives before the rule would.
 	}
 	ru := &run{
 		key:      keyOf(t, n),
-		pay:      unsafe.Pointer(unsafe.SliceData(t.Payload())),
+		actx:     ctx,
 		task:     t,
 		id:       id,
 		rule:     rule,

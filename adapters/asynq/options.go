@@ -22,6 +22,13 @@ type Option func(*Retrier) error
 // middleware until it is due. The wait holds a worker slot and counts
 // against the task's timeout. Tasks without headers are rounded up instead
 // (build tasks with [Retrier.NewTask] to give them one).
+//
+// asynq's own tools then read differently from what rebound does: the
+// Inspector (and asynqmon) show a retry's NextProcessAt as the whole
+// second asynq stores, up to one second before the retry runs, and show a
+// task the middleware holds as active before its handler starts. Read the
+// due time from the task's [HeaderRetryAt] header (the Inspector's
+// TaskInfo.Headers), or from what observers were told.
 func WithPrecise() Option {
 	return func(r *Retrier) error {
 		r.precise = true

@@ -1,6 +1,7 @@
 package reboundasynq
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -45,10 +46,13 @@ func (r *Retrier) RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	case found && c.run != nil:
 		ru, err = c.run, c.err
 		r.checkCounted(c)
+		ru.mu.Lock()
+		ru.claimed = true // no look-alike's RetryDelay takes it now
+		ru.mu.Unlock()
 	case found:
 		return 0 // a refused delivery asynq retries anyway: archive it soon
 	default:
-		ru = r.flight.find(t, max(n, 0))
+		ru = r.flight.take(t, max(n, 0), endedError(err))
 	}
 	if ru == nil {
 		return r.unknownDelay(n, err, t, now)
@@ -87,9 +91,6 @@ const claimWait = 10 * time.Second
 // It waits for the handler to return (at most claimWait), then decides
 // under the rule as asynq will apply it and reports it.
 func (r *Retrier) claim(ru *run, err error) time.Duration {
-	ru.mu.Lock()
-	ru.claimed = true
-	ru.mu.Unlock()
 	timer := time.NewTimer(claimWait)
 	returned := true
 	select {
@@ -99,6 +100,12 @@ func (r *Retrier) claim(ru *run, err error) time.Duration {
 	}
 	timer.Stop()
 	now := time.Now()
+	if err == context.Canceled {
+		// The engine's cancel (Inspector.CancelProcessing, a cancelled
+		// BaseContext): told as every adapter tells it, reading as the
+		// text asynq stores.
+		err = &observe.CancelledError{Engine: err.Error(), Cause: err}
+	}
 	// Once the handler has returned, the headers are asynq's alone again:
 	// precise mode's exact time can travel.
 	res, exact := r.failure(ru, err, now, r.precise && ru.headers != nil && returned, true)
@@ -140,6 +147,10 @@ func (r *Retrier) apply(ru *run, res observe.Result, exact bool) {
 	for k, v := range ru.carrier.writes() {
 		ru.headers[k] = v
 	}
+	// The next delivery's own token: from it on, a task enqueued twice
+	// from one Task value, or built without NewTask, is told apart from
+	// its look-alikes.
+	ru.headers[HeaderTask] = newToken()
 	if exact {
 		ru.headers[HeaderRetryAt] = formatRetryAt(res.FireAt)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/hibiken/asynq"
 
@@ -29,7 +28,7 @@ import (
 type run struct {
 	// key finds the run from RetryDelay, which sees only a copy of the task.
 	key  flightKey
-	pay  unsafe.Pointer // the payload's bytes, to tell apart runs of one key
+	actx context.Context // asynq's context of the run
 	task *asynq.Task
 	id   string
 	rule backoff.Rule
@@ -49,7 +48,7 @@ type run struct {
 	a        observe.Attempt
 	ctx      context.Context // the observer's context, once started
 	started  bool            // AttemptStarted was called
-	claimed  bool            // asynq handed the run's failure to RetryDelay
+	claimed  bool            // RetryDelay took the run from the flight (see [flight.take])
 	decided  bool
 	reported bool
 	res      observe.Result

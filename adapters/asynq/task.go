@@ -6,10 +6,14 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// HeaderTask is the header [Retrier.NewTask] sets on every task it builds.
-// Its value does not matter: asynq keeps a task's headers only when it has
-// at least one, and precise mode ([WithPrecise]) and an observer's links
-// from one attempt to the next travel in them.
+// HeaderTask is the header [Retrier.NewTask] sets on every task it builds,
+// to a random token naming the task's next delivery, which RetryDelay
+// replaces before asynq stores each retry. asynq keeps a task's headers
+// only when it has at least one, and precise mode ([WithPrecise]) and an
+// observer's links from one attempt to the next travel in them; the token
+// is how RetryDelay, which asynq hands the task's type, payload and
+// headers but not its ID, tells a run apart from the runs of tasks that
+// look the same (see the package docs). Leave it alone.
 const HeaderTask = "rebound-task"
 
 // NewTask returns a task of the given type and payload ready for rebound,
@@ -29,6 +33,6 @@ func (r *Retrier) NewTaskWithHeaders(typename string, payload []byte, headers ma
 	if h == nil {
 		h = make(map[string]string, 1)
 	}
-	h[HeaderTask] = "1"
+	h[HeaderTask] = newToken()
 	return asynq.NewTaskWithHeaders(typename, payload, h, append([]asynq.Option{r.MaxRetryFor(typename)}, opts...)...)
 }

@@ -50,8 +50,13 @@ func (w *Worker) cancelled(rj *runningJob) {
 }
 
 // cancelledResult is the end of an attempt an operator cancelled: it ended
-// the job, permanent, with ErrCancelled.
-var cancelledResult = observe.Result{Err: ErrCancelled, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}
+// the job, permanent, with the *observe.CancelledError every adapter
+// reports for the engine's cancel, reading as the text the cancel script
+// stored and matching ErrCancelled.
+var cancelledResult = observe.Result{
+	Err:      &observe.CancelledError{Engine: ErrCancelled.Error(), Cause: ErrCancelled},
+	Decision: backoff.Decision{Outcome: backoff.OutcomePermanent},
+}
 
 // cancelledByOperator reports whether rj's attempt, whose outcome was
 // refused as stale, was ended by an operator's cancel rather than a

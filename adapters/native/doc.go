@@ -106,7 +106,8 @@
 //     of the policy while deciding: the fallback delay ([WithFallbackDelay]);
 //     of an observer, key function or hook: reported to the error handler.
 //   - An operator's cancel ([Queue.Cancel]) of a running job: a counted
-//     attempt that ends the job failed, permanent, with [ErrCancelled];
+//     attempt that ends the job failed, permanent, with an
+//     [*observe.CancelledError] reading and matching [ErrCancelled];
 //     the handler's context is cancelled and its return dropped, and the
 //     worker tells its observer and give-up hook. A cancel of a waiting or
 //     delayed job is no attempt: the job ends failed with no worker

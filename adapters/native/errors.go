@@ -33,8 +33,10 @@ var (
 	ErrTimeout = errors.New("native: handler outlived its timeout")
 	// ErrCancelled is the error stored with a job an operator cancelled
 	// ([Queue.Cancel]); the cause a running handler's context is cancelled
-	// with when its worker learns of the cancel; and the error its
-	// observer and give-up hook are told, with the outcome permanent.
+	// with when its worker learns of the cancel; and, wrapped in an
+	// [*observe.CancelledError] with its text, the error its observer and
+	// give-up hook are told, with the outcome permanent (errors.Is with
+	// ErrCancelled holds).
 	ErrCancelled = errors.New("native: cancelled by an operator")
 	// ErrWrongState is matched (errors.Is) by the [*StateError] of an
 	// operator action on a job whose state the action does not apply to.

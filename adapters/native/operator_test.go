@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
 	"github.com/rebound-go/rebound/reboundtest"
 )
 
@@ -731,10 +732,16 @@ func cancelRunning(t *testing.T, rdb redis.UniversalClient, prefix string, opts 
 	if !errors.Is(end.Result.Err, ErrCancelled) || end.Result.Decision.Outcome != backoff.OutcomePermanent || !end.Result.Counts() {
 		t.Errorf("observer told %+v, want a counted permanent failure with ErrCancelled", end.Result)
 	}
+	// The engine's cancel reads as every adapter tells it: an
+	// *observe.CancelledError with the text the queue stored.
+	var ce *observe.CancelledError
+	if j, err := q.Job(ctx, id); err != nil || !errors.As(end.Result.Err, &ce) || !errors.Is(end.Result.Err, observe.ErrCancelled) || end.Result.Err.Error() != j.LastError {
+		t.Errorf("observer told error %T %v, want an *observe.CancelledError reading the stored last error (%v)", end.Result.Err, end.Result.Err, err)
+	}
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if g := rec.GiveUps(); len(g) != 1 || g[0].Outcome != backoff.OutcomePermanent || !errors.Is(g[0].Err, ErrCancelled) || g[0].Attempt.JobID != id {
+	if g := rec.GiveUps(); len(g) != 1 || g[0].Outcome != backoff.OutcomePermanent || !errors.Is(g[0].Err, ErrCancelled) || !errors.As(g[0].Err, &ce) || g[0].Attempt.JobID != id {
 		t.Errorf("give-up hook told %+v, want once, permanent, ErrCancelled", g)
 	}
 	if errs := seen.list(); len(errs) > 0 {

@@ -37,17 +37,21 @@
 // River never asks for is forgotten on its own, with no further call into
 // the Retrier, within two seconds of River finishing with the attempt (five
 // minutes if the attempt's context never ends), so the table never grows
-// with the number of jobs run; [Retrier.Pending] reports its size. River
-// skips NextRetry only when it cancels the job instead (its ErrorHandler
-// returned SetCancelled, or the job was cancelled remotely as the attempt
-// ended), so such an attempt is reported as permanent.
+// with the number of jobs run; [Retrier.Pending] reports its size. A job
+// cancelled remotely as the attempt ended is reported permanent, as River
+// stores it cancelled.
 //
 // The Retrier must see the error River acts on. River enters Plugins
 // before Config.Middleware, in list order, and a worker's own Middleware
 // outside all of them: a middleware outside the Retrier that changes or
-// swallows the error, or a worker whose own NextRetry answers without
-// [Retrier.WorkerNextRetry], decides in the Retrier's place, and the
-// attempt is then reported as permanent too.
+// swallows the error, a worker whose own NextRetry answers without
+// [Retrier.WorkerNextRetry], or an ErrorHandler that returns SetCancelled
+// decides in the Retrier's place, and River never asks NextRetry. rebound
+// does not learn what River did then (a retry at the worker's time, a
+// snooze, a success, a cancel), so it claims no decision: the attempt is
+// reported as the engine's ([observe.Result.EngineDecided], outcome
+// "engine"), with no fire time, and the give-up hook is not called: the
+// job may well run again and succeed.
 //
 // # Mapping
 //
@@ -157,8 +161,10 @@
 //   - Shutdown: a run cut short by a stopping client is not an attempt
 //     ([observe.Interrupted]); the job runs again with the same number.
 //   - Operator cancel: a running job cancelled with JobCancel is permanent
-//     (the give-up hook hears it); a waiting one is cancelled without the
-//     Retrier hearing of it.
+//     (the give-up hook hears it), its error an [*observe.CancelledError]
+//     reading what River stored ("JobCancelError: job cancelled
+//     remotely"), as the engine's cancel reads on every adapter; a waiting
+//     one is cancelled without the Retrier hearing of it.
 //
 // # Reporting
 //

@@ -2,6 +2,7 @@ package reboundriver
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/observe"
 	"github.com/rebound-go/rebound/reboundtest"
 )
 
@@ -119,6 +121,18 @@ func remoteCancel[TTx any](t *testing.T, newDriver func(t testing.TB) (riverdriv
 			waitPending(t, r, 10*time.Second)
 			if len(ended(o)) != 1 || ended(o)[0].Outcome() != "permanent" {
 				t.Fatalf("observer heard %+v for a job River cancelled, want one permanent", ended(o))
+			}
+			// The engine's cancel reads as every adapter tells it: an
+			// *observe.CancelledError with the text River stored.
+			job, err := worker.JobGet(context.Background(), ins.Job.ID)
+			if err != nil || len(job.Errors) == 0 {
+				t.Fatalf("JobGet: %v, %d errors stored", err, len(job.Errors))
+			}
+			stored := job.Errors[len(job.Errors)-1].Error
+			var ce *observe.CancelledError
+			got := ended(o)[0].Err
+			if !errors.As(got, &ce) || !errors.Is(got, observe.ErrCancelled) || !errors.Is(got, rivertype.ErrJobCancelledRemotely) || got.Error() != stored {
+				t.Errorf("observer told error %T %q, want an *observe.CancelledError reading %q, the text River stored", got, got, stored)
 			}
 		})
 	}

@@ -138,7 +138,12 @@ func (r *Retrier) outcome(ctx context.Context, job *rivertype.JobRow, rule backo
 		d := max(v.snooze.Duration, 0)
 		return uncounted(err, observe.Snoozed, d, now), err, false
 	}
-	if v.cancelled || errors.Is(context.Cause(ctx), rivertype.ErrJobCancelledRemotely) {
+	if cerr, ok := engineCancel(ctx); ok {
+		// River stores the cause it cancelled the job's context with, not
+		// what the worker returned: the observer hears that text.
+		return observe.Result{Err: cerr, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err, false
+	}
+	if v.cancelled {
 		return observe.Result{Err: err, Decision: backoff.Decision{Outcome: backoff.OutcomePermanent}}, err, false
 	}
 	if v.stopping {
@@ -194,6 +199,17 @@ func stopping(ctx context.Context, err error) bool {
 	default:
 		return errors.Is(err, context.Canceled) || errors.Is(err, cause)
 	}
+}
+
+// engineCancel returns the error every adapter reports for the engine's
+// cancel ([*observe.CancelledError], reading as the text River stores)
+// when ctx was cancelled by a Client.JobCancel of the running job.
+func engineCancel(ctx context.Context) (error, bool) {
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, rivertype.ErrJobCancelledRemotely) {
+		return nil, false
+	}
+	return &observe.CancelledError{Engine: cause.Error(), Cause: cause}, true
 }
 
 // workingKey marks a context the Retrier's Work runs the job with; its value

@@ -1,8 +1,6 @@
 package reboundriver
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,10 +63,10 @@ func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
 	}
 	res := e.res
 	res.FireAt = later(e.fireAt, r.now())
-	if errors.Is(context.Cause(e.ctx), rivertype.ErrJobCancelledRemotely) {
+	if cerr, ok := engineCancel(e.ctx); ok {
 		// Cancelled remotely after the attempt ended: River stores the
 		// job cancelled whatever time it is given.
-		res.Decision, res.FireAt = backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
+		res.Err, res.Decision, res.FireAt = cerr, backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
 		r.notify.Ended(e.octx, e.a, res)
 		return later(e.fireAt, r.now())
 	}
@@ -77,16 +75,23 @@ func (r *Retrier) WorkerNextRetry(job *rivertype.JobRow) time.Time {
 }
 
 // forgotten reports an attempt whose retry River never asked for. River
-// skips NextRetry for a failed attempt with attempts left only when it
-// cancels the job instead: its ErrorHandler returned SetCancelled, or the
-// job was cancelled remotely as the attempt ended. So the attempt is
-// reported as permanent. (A middleware outside the Retrier that changes
-// the attempt's error, or a worker whose NextRetry answers without
-// WorkerNextRetry, also leaves River's choice unseen; it is reported the
-// same way.)
+// then decided what follows on its own: the job was cancelled remotely as
+// the attempt ended (reported permanent, as River stores it cancelled),
+// or River acted without the Retrier: a worker's NextRetry answered
+// without WorkerNextRetry, a middleware outside the Retrier turned the
+// error into something else (a snooze, a success, a cancel), or an
+// ErrorHandler cancelled the job. rebound knows none of those decisions,
+// so it reports none: the attempt is told as the engine's
+// ([observe.Result.EngineDecided]), with no decision or fire time, and
+// the job is not given up.
 func (r *Retrier) forgotten(e *entry) {
 	res := e.res
-	res.Decision, res.FireAt = backoff.Decision{Outcome: backoff.OutcomePermanent}, time.Time{}
+	res.FireAt = time.Time{}
+	if cerr, ok := engineCancel(e.ctx); ok {
+		res.Err, res.Decision = cerr, backoff.Decision{Outcome: backoff.OutcomePermanent}
+	} else {
+		res.Decision = backoff.Decision{}
+	}
 	r.notify.Ended(e.octx, e.a, res)
 }
 
