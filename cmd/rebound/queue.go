@@ -360,9 +360,9 @@ func (c *queueCall) show() error {
 	now := c.now()
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("job", j.ID)
-	row("queue", c.q.Name())
-	row("name", orDash(j.Name))
+	row("job", termText(j.ID, false))
+	row("queue", termText(c.q.Name(), false))
+	row("name", termText(orDash(j.Name), false))
 	st := j.State.String()
 	if j.Cancelled {
 		st += " (cancelled by an operator)"
@@ -370,7 +370,7 @@ func (c *queueCall) show() error {
 	row("state", st)
 	row("attempts", attempts(j))
 	if j.LastError != "" {
-		row("last error", firstLine(j.LastError))
+		row("last error", termText(firstLine(j.LastError), false))
 	}
 	row("enqueued", absTime(j.CreatedAt, now))
 	if !j.NextFireAt.IsZero() {
@@ -392,7 +392,7 @@ func (c *queueCall) show() error {
 		return err
 	}
 	if strings.Contains(j.LastError, "\n") {
-		fmt.Fprintf(c.stdout, "\nlast error in full:\n%s\n", j.LastError)
+		fmt.Fprintf(c.stdout, "\nlast error in full:\n%s\n", termText(j.LastError, true))
 	}
 	return nil
 }
@@ -445,7 +445,7 @@ func (c *queueCall) retry() error {
 		if c.o.json {
 			return c.out(actionOut{Queue: c.q.Name(), Action: "retry", ID: c.id, Moved: 1})
 		}
-		fmt.Fprintf(c.stdout, "job %s sent back to run, %s\n", c.id, strings.Replace(strings.Replace(kept, "their", "its", 1), " each", "", 1))
+		fmt.Fprintf(c.stdout, "job %s sent back to run, %s\n", termText(c.id, false), strings.Replace(strings.Replace(kept, "their", "its", 1), " each", "", 1))
 		return nil
 	}
 	f := native.FailedFilter{Name: c.name, Error: c.errPat}
@@ -480,7 +480,7 @@ func (c *queueCall) runNow() error {
 	if c.o.json {
 		return c.out(actionOut{Queue: c.q.Name(), Action: "run", ID: c.id, Was: "delayed"})
 	}
-	fmt.Fprintf(c.stdout, "job %s is due now\n", c.id)
+	fmt.Fprintf(c.stdout, "job %s is due now\n", termText(c.id, false))
 	return nil
 }
 
@@ -492,7 +492,7 @@ func (c *queueCall) remove() error {
 	if c.o.json {
 		return c.out(actionOut{Queue: c.q.Name(), Action: "rm", ID: c.id, Was: was.String()})
 	}
-	fmt.Fprintf(c.stdout, "job %s deleted (it was %s)\n", c.id, was)
+	fmt.Fprintf(c.stdout, "job %s deleted (it was %s)\n", termText(c.id, false), was)
 	return nil
 }
 
@@ -505,10 +505,10 @@ func (c *queueCall) cancel() error {
 		return c.out(actionOut{Queue: c.q.Name(), Action: "cancel", ID: c.id, Was: was.String()})
 	}
 	if was == native.StateActive {
-		fmt.Fprintf(c.stdout, "job %s cancelled: failed now; its worker cancels the running handler and drops its outcome\n", c.id)
+		fmt.Fprintf(c.stdout, "job %s cancelled: failed now; its worker cancels the running handler and drops its outcome\n", termText(c.id, false))
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "job %s cancelled (it was %s): failed now, it will not run\n", c.id, was)
+	fmt.Fprintf(c.stdout, "job %s cancelled (it was %s): failed now, it will not run\n", termText(c.id, false), was)
 	return nil
 }
 
@@ -634,14 +634,14 @@ func payloadText(p []byte) string {
 	return strconv.Quote(string(p))
 }
 
-// cell makes s one table cell: its first line, at most n runes.
+// cell makes s one table cell: its first line, at most n runes of it,
+// with what a terminal would act on escaped (termText).
 func cell(s string, n int) string {
 	s = firstLine(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n-1]) + "…"
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return termText(s, false)
 }
 
 func firstLine(s string) string {
