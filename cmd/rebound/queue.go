@@ -63,7 +63,7 @@ type queueFlags struct {
 }
 
 func (o *queueFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.redis, "redis", "", "the Redis at `URL` the queue lives on, such as redis://localhost:6379/0")
+	fs.StringVar(&o.redis, "redis", "", "the Redis at `URL` the queue lives on, such as redis://localhost:6379/0 (default $"+envRedisURL+")")
 	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "the queue's key `prefix`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table, for scripts")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
@@ -195,13 +195,14 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		return usageError(stderr, fs, "%v", err)
 	}
 	want := 1 + c.nargs
+	redisURL := connFrom("-redis", o.redis, envRedisURL)
 	switch {
 	case len(pos) == 0:
 		return usageError(stderr, fs, "missing QUEUE, the name of the native queue; want %s %s", c.name, c.args)
 	case len(pos) > want || (len(pos) < want && !c.optionalID):
 		return usageError(stderr, fs, "got %d arguments %q, want %s %s", len(pos), pos, c.name, c.args)
-	case o.redis == "":
-		return usageError(stderr, fs, "missing -redis URL, the Redis the queue lives on")
+	case redisURL.raw == "":
+		return usageError(stderr, fs, "missing -redis URL (or $%s), the Redis the queue lives on", envRedisURL)
 	case o.timeout <= 0:
 		return usageError(stderr, fs, "-timeout %s is not positive", o.timeout)
 	}
@@ -211,9 +212,9 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 	if msg := call.check(c.name); msg != "" {
 		return usageError(stderr, fs, "%s", msg)
 	}
-	rdb, err := redisClient(o.redis)
+	rdb, err := redisClient(redisURL.raw)
 	if err != nil {
-		return usageError(stderr, fs, "-redis %q: %v; want a URL such as redis://127.0.0.1:6379/0", o.redis, err)
+		return usageError(stderr, fs, "%s: %s; want a URL such as redis://127.0.0.1:6379/0", redisURL, redisURL.describe(err))
 	}
 	defer rdb.Close()
 	q, err := native.NewQueue(rdb, pos[0], native.WithPrefix(o.prefix))
@@ -223,7 +224,7 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		fmt.Fprintf(stderr, "%s: Redis at %s does not answer: %v\n", fs.Name(), redisAddrs(rdb), err)
+		fmt.Fprintf(stderr, "%s: Redis at %s does not answer: %s\n", fs.Name(), redisAddrs(rdb), redisURL.describe(err))
 		return exitFail
 	}
 	call.ctx, call.q, call.rdb = ctx, q, rdb

@@ -76,7 +76,7 @@ func uiFlags() (*flag.FlagSet, *uiOptions) {
 	fs := newFlagSet("ui")
 	o := new(uiOptions)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "`ADDRESS` to listen on, host:port; port 0 picks a free one. A non-loopback host needs -remote")
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` of the native queues to show, e.g. redis://127.0.0.1:6379/0")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` of the native queues to show, e.g. redis://127.0.0.1:6379/0 (default $"+envRedisURL+" when -queue is given)")
 	fs.Var(&o.queues, "queue", "`NAME` of a native queue to show (repeat for more); needs -redis")
 	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "key `PREFIX` of the native queues")
 	fs.BoolVar(&o.remote, "remote", false, "allow a non-loopback -addr; every request then needs the access token")
@@ -114,14 +114,20 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 	default:
 		return usageError(stderr, fs, "got %d arguments %q, want at most one POLICY (quote it: 'exponential(100ms, 2s)')", len(pos), pos)
 	}
+	// $REBOUND_REDIS_URL stands in for -redis only with -queue: without a
+	// queue the page shows no Redis.
+	redisURL := connFrom("-redis", o.redis, envRedisURL)
+	if len(o.queues) == 0 {
+		redisURL = connURL{from: "-redis", raw: o.redis}
+	}
 	host, _, err := net.SplitHostPort(o.addr)
 	switch {
 	case err != nil:
 		return usageError(stderr, fs, "-addr %q is not host:port, want an address such as 127.0.0.1:8080", o.addr)
 	case o.refresh <= 0:
 		return usageError(stderr, fs, "-refresh %s is not positive, want an interval such as 1s", o.refresh)
-	case len(o.queues) > 0 && o.redis == "":
-		return usageError(stderr, fs, "-queue needs -redis URL, the Redis the queues live on")
+	case len(o.queues) > 0 && redisURL.raw == "":
+		return usageError(stderr, fs, "-queue needs -redis URL (or $%s), the Redis the queues live on", envRedisURL)
 	case o.redis != "" && len(o.queues) == 0:
 		return usageError(stderr, fs, "-redis needs at least one -queue NAME, the native queues to show")
 	case !o.remote && !loopbackAddr(host):
@@ -136,10 +142,10 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 	if o.remote && cfg.Token == "" {
 		cfg.Token = rand.Text()
 	}
-	if o.redis != "" {
-		rdb, err := redisClient(o.redis)
+	if redisURL.raw != "" {
+		rdb, err := redisClient(redisURL.raw)
 		if err != nil {
-			return usageError(stderr, fs, "-redis %q: %v; want a URL such as redis://127.0.0.1:6379/0", o.redis, err)
+			return usageError(stderr, fs, "%s: %s; want a URL such as redis://127.0.0.1:6379/0", redisURL, redisURL.describe(err))
 		}
 		defer rdb.Close()
 		for _, name := range o.queues {
@@ -153,7 +159,7 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		err = rdb.Ping(pctx).Err()
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %v\n", redisAddrs(rdb), err)
+			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %s\n", redisAddrs(rdb), redisURL.describe(err))
 			return exitFail
 		}
 	}
