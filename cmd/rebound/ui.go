@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/backoff"
@@ -81,7 +82,7 @@ func uiFlags() (*flag.FlagSet, *uiOptions) {
 	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "key `PREFIX` of the native queues")
 	fs.BoolVar(&o.remote, "remote", false, "allow a non-loopback -addr; every request then needs the access token")
 	fs.StringVar(&o.token, "token", "", "access `TOKEN` for -remote, at least "+strconv.Itoa(ui.MinTokenLen)+" characters; empty generates one")
-	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts")
+	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts, at least "+ui.MinRefresh.String())
 	return fs, o
 }
 
@@ -124,8 +125,8 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 	switch {
 	case err != nil:
 		return usageError(stderr, fs, "-addr %q is not host:port, want an address such as 127.0.0.1:8080", o.addr)
-	case o.refresh <= 0:
-		return usageError(stderr, fs, "-refresh %s is not positive, want an interval such as 1s", o.refresh)
+	case o.refresh < ui.MinRefresh:
+		return usageError(stderr, fs, "-refresh %s is below %s, the shortest interval (every open page samples each queue once per interval), want an interval such as 1s", o.refresh, ui.MinRefresh)
 	case len(o.queues) > 0 && redisURL.raw == "":
 		return usageError(stderr, fs, "-queue needs -redis URL (or $%s), the Redis the queues live on", envRedisURL)
 	case o.redis != "" && len(o.queues) == 0:
@@ -134,8 +135,8 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		return usageError(stderr, fs, "-addr %s is not a loopback address; the page shows job payloads and errors and can act on queues, so serving it beyond this machine needs -remote (and a token)", o.addr)
 	case !o.remote && o.token != "":
 		return usageError(stderr, fs, "-token is for -remote; on loopback the page needs no access token")
-	case o.remote && o.token != "" && len(o.token) < ui.MinTokenLen:
-		return usageError(stderr, fs, "-token is %d characters, want at least %d", len(o.token), ui.MinTokenLen)
+	case o.remote && o.token != "" && utf8.RuneCountInString(o.token) < ui.MinTokenLen:
+		return usageError(stderr, fs, "-token is %d characters, want at least %d", utf8.RuneCountInString(o.token), ui.MinTokenLen)
 	}
 
 	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh, ErrorLog: log.New(stderr, "rebound ui: ", 0)}

@@ -412,7 +412,7 @@ func TestUIBrowserQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "100ms")
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms")
 	do(t, tab, chromedp.Navigate(page))
 	count := func(state string) string {
 		return `document.querySelector('[data-queue="emails"] [data-count="` + state + `"]')?.textContent`
@@ -556,7 +556,7 @@ func (f *fakeQueue) Calls() []string {
 // serveFake serves the page for queues on loopback until the test ends.
 func serveFake(t *testing.T, queues ...ui.Queue) string {
 	t.Helper()
-	srv, err := ui.New(ui.Config{Model: cliModel{}, Queues: queues, Refresh: 100 * time.Millisecond})
+	srv, err := ui.New(ui.Config{Model: cliModel{}, Queues: queues, Refresh: ui.MinRefresh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -681,7 +681,7 @@ func TestUIBrowserActionsNative(t *testing.T) {
 	waitJob(bounced, native.StateFailed)
 
 	tab := newTab(t, 1280, 900)
-	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "100ms")
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms")
 	do(t, tab, chromedp.Navigate(page+"#queues"))
 	row := func(id string) string { return `[data-queue="emails"] [data-list] li[data-job="` + id + `"]` }
 	confirm := func(id, action string) {
@@ -746,7 +746,7 @@ func TestUIBrowserScreenshot(t *testing.T) {
 	if rdb.Ping(context.Background()).Err() == nil {
 		prefix := testenv.Prefix(t, rdb)
 		populate(t, rdb, prefix)
-		args = []string{"-redis", "redis://" + testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "200ms"}
+		args = []string{"-redis", "redis://" + testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms"}
 	} else if testenv.RequireServers() {
 		t.Fatalf("Redis at %s does not answer", testenv.RedisAddr())
 	}
