@@ -210,6 +210,13 @@ func (s *Server) sample(ctx context.Context) snapshot {
 // server-sent events, until the client goes away or the server stops.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
+	// The stream stays open as long as the page does: no read deadline
+	// (the request was read whole; past its deadline the server would
+	// cancel the stream), a write deadline per event, so that a client
+	// that stops reading is dropped.
+	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -220,6 +227,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		b, err := json.Marshal(s.sample(r.Context()))
 		if err != nil {
+			return
+		}
+		if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return
 		}
 		if _, err := fmt.Fprintf(w, "retry: 2000\nevent: counts\ndata: %s\n\n", b); err != nil {

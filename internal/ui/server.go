@@ -192,8 +192,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.Handler(),
+		// Anyone who reaches the port, without the token too, could hold
+		// connections open and pin file descriptors: a request's header
+		// and body must arrive, and its answer be taken, within their
+		// timeouts, and a connection left idle between requests is
+		// closed. The event stream, which stays open, lifts its read
+		// deadline and sets its write deadline per event.
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
 		// Requests, the event stream among them, end with ctx.
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    s.errLog,
@@ -221,6 +230,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // shutdownGrace is how long Serve lets requests finish once its context
 // ends.
 const shutdownGrace = 2 * time.Second
+
+// The server's timeouts: for a request's header, for the whole request,
+// for its answer (and each event of the event stream), and for a
+// keep-alive connection left idle. (Tests shrink them.)
+var (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 60 * time.Second
+)
 
 // tokenHeader carries the page's per-process token on every POST.
 const tokenHeader = "X-Rebound-Token"
