@@ -113,7 +113,10 @@ both: a job must match both). In a glob * matches any run of bytes, ? one
 byte, and \ makes the next byte literal; the whole text must match, so
 -error '*connection refused*' finds the words anywhere. A job keeps the
 attempts it used (one more run) unless -reset gives it its full MaxAttempts
-again. Many jobs move in bounded steps, so Redis is never held for long.`},
+again. Many jobs move in bounded steps, each bounded by the jobs, the
+bytes and the matching it does, so Redis is never held for long: matching
+reads each text once, whatever the glob (at most 16 KiB; a part between
+stars that holds a ? at most 32 bytes).`},
 		{name: "run", args: "QUEUE ID", nargs: 1, run: (*queueCall).runNow, doc: `
 run makes a delayed job (a retry waiting its backoff, or a job enqueued
 with a delay) due now: workers take it before the wait list.`},
