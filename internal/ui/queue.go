@@ -2,10 +2,12 @@ package ui
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -93,8 +95,23 @@ func features(q Queue) []string {
 
 // queueInfo describes a queue to the page.
 type queueInfo struct {
-	Name     string   `json:"name"`
+	Name string `json:"name"`
+	// Key is the name's exact bytes, in base64url: JSON turns bytes that
+	// are not UTF-8 into U+FFFD, and the page names the queue by its key.
+	Key string `json:"key"`
+	// Text is the name for reading (Printable).
+	Text     string   `json:"text"`
 	Features []string `json:"features"`
+}
+
+// textKey is the key by which the page names a queue or a job: its exact
+// bytes in base64url.
+func textKey(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// fromKey reads a textKey back.
+func fromKey(k string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(k)
+	return string(b), err == nil
 }
 
 // snapshot is one sample of every queue, sent on the event stream.
@@ -106,6 +123,7 @@ type snapshot struct {
 
 type queueSample struct {
 	Name   string      `json:"name"`
+	Key    string      `json:"key"`
 	Counts *countsJSON `json:"counts,omitempty"`
 	Paused *bool       `json:"paused,omitempty"`
 	Error  string      `json:"error,omitempty"`
@@ -122,8 +140,14 @@ type countsJSON struct {
 // jobJSON is a job as the page shows it. Times are Unix ms, omitted when
 // unset.
 type jobJSON struct {
-	ID            string            `json:"id"`
-	Queue         string            `json:"queue"`
+	ID string `json:"id"`
+	// Key is the ID's exact bytes in base64url (textKey): the page acts
+	// on a job by its key, since JSON turns bytes that are not UTF-8 into
+	// U+FFFD. IDText is the ID for reading (Printable).
+	Key    string `json:"key"`
+	IDText string `json:"idText"`
+	Queue  string `json:"queue"`
+	// Name is the job's name for reading (Printable).
 	Name          string            `json:"name"`
 	State         string            `json:"state"`
 	Attempts      int               `json:"attempts"`
@@ -150,7 +174,7 @@ func toJobJSON(queue string, j native.StoredJob) jobJSON {
 		return t.UnixMilli()
 	}
 	out := jobJSON{
-		ID: j.ID, Queue: queue, Name: j.Name, State: j.State.String(),
+		ID: j.ID, Key: textKey(j.ID), IDText: Printable(j.ID, false), Queue: queue, Name: Printable(j.Name, false), State: j.State.String(),
 		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError,
 		NextFireAt: ms(j.NextFireAt), LeaseDeadline: ms(j.LeaseDeadline),
 		CreatedAt: ms(j.CreatedAt), FinishedAt: ms(j.FinishedAt),
@@ -187,7 +211,7 @@ func (s *Server) queue(name string) (Queue, bool) {
 func (s *Server) sample(ctx context.Context) snapshot {
 	snap := snapshot{At: time.Now().UnixMilli(), Queues: make([]queueSample, len(s.queues))}
 	for i, q := range s.queues {
-		qs := queueSample{Name: q.Name()}
+		qs := queueSample{Name: q.Name(), Key: textKey(q.Name())}
 		cctx, cancel := context.WithTimeout(ctx, max(s.refresh, time.Second))
 		c, err := q.Counts(cctx)
 		if err == nil {
@@ -249,23 +273,67 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 func (s *Server) queueList(w http.ResponseWriter, _ *http.Request) {
 	out := make([]queueInfo, len(s.queues))
 	for i, q := range s.queues {
-		out[i] = queueInfo{Name: q.Name(), Features: features(q)}
+		out[i] = queueInfo{Name: q.Name(), Key: textKey(q.Name()), Text: Printable(q.Name(), false), Features: features(q)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
+// named reads a queue's name or a job's ID from a request: param, or its
+// exact bytes in base64url from param+"Key" (queueKey, idKey).
+func named(v url.Values, param string) (string, error) {
+	if k := v.Get(param + "Key"); k != "" {
+		s, ok := fromKey(k)
+		if !ok {
+			return "", fmt.Errorf("%sKey %q is not base64url, want the key the page was given", param, k)
+		}
+		return s, nil
+	}
+	return v.Get(param), nil
+}
+
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
-	name, id := r.URL.Query().Get("queue"), r.URL.Query().Get("id")
+	name, err := named(r.URL.Query(), "queue")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// idKey may be given more than once: the first of those IDs that names
+	// a job is looked up (the page sends what was typed, and what it reads
+	// as once its escapes are decoded).
+	ids := []string{r.URL.Query().Get("id")}
+	if keys := r.URL.Query()["idKey"]; len(keys) > 0 {
+		ids = ids[:0]
+		for _, k := range keys {
+			id, ok := fromKey(k)
+			if !ok {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("idKey %q is not base64url, want the key the page was given", k))
+				return
+			}
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			ids = []string{""}
+		}
+	}
+	id := ids[0]
 	q, ok := s.queue(name)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
 		return
 	}
 	if id == "" {
-		writeError(w, http.StatusBadRequest, "missing job ID, want ?queue=NAME&id=JOB_ID")
+		writeError(w, http.StatusBadRequest, "missing job ID, want ?queue=NAME&id=JOB_ID (or queueKey and idKey, in base64url)")
 		return
 	}
 	j, err := q.Job(r.Context(), id)
+	for _, other := range ids[1:] {
+		if !errors.Is(err, native.ErrNotFound) {
+			break
+		}
+		j, err = q.Job(r.Context(), other)
+	}
 	switch {
 	case errors.Is(err, native.ErrNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("queue %q has no job %q (never enqueued, or dropped by retention)", name, id))
@@ -281,9 +349,14 @@ const maxListed = 500
 
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q, ok := s.queue(v.Get("queue"))
+	name, err := named(v, "queue")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	q, ok := s.queue(name)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", v.Get("queue"), s.queueNames()))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
 		return
 	}
 	lister, ok := q.(JobLister)
@@ -336,6 +409,11 @@ type actionRequest struct {
 	Queue  string `json:"queue"`
 	Action string `json:"action"` // retry, run, delete, pause or resume
 	ID     string `json:"id"`     // the job, for retry, run and delete
+	// QueueKey and IDKey name the queue and the job by their exact bytes
+	// in base64url, in place of Queue and ID: names that are not UTF-8
+	// do not survive JSON.
+	QueueKey string `json:"queueKey,omitempty"`
+	IDKey    string `json:"idKey,omitempty"`
 }
 
 // action takes one operator action on a queue, if the queue supports it.
@@ -346,6 +424,20 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "body is not an action: "+err.Error()+`; want {"queue": NAME, "action": "retry"|"run"|"delete"|"pause"|"resume", "id": JOB_ID}`)
 		return
+	}
+	for _, k := range []struct {
+		key string
+		to  *string
+	}{{req.QueueKey, &req.Queue}, {req.IDKey, &req.ID}} {
+		if k.key == "" {
+			continue
+		}
+		v, ok := fromKey(k.key)
+		if !ok {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("key %q is not base64url, want the key the page was given", k.key))
+			return
+		}
+		*k.to = v
 	}
 	q, ok := s.queue(req.Queue)
 	if !ok {

@@ -540,7 +540,7 @@ func TestQueueFeatures(t *testing.T) {
 	full, plain := newFakeQueue("full"), countsOnly{newFakeQueue("plain")}
 	s := newServer(t, Config{Queues: []Queue{full, plain}})
 	list := decode[[]queueInfo](t, get(s, "/api/queues"))
-	want := []queueInfo{{"full", []string{"jobs", "retry", "run", "delete", "pause"}}, {"plain", []string{}}}
+	want := []queueInfo{{"full", "ZnVsbA", "full", []string{"jobs", "retry", "run", "delete", "pause"}}, {"plain", "cGxhaW4", "plain", []string{}}}
 	gb, _ := json.Marshal(list)
 	wb, _ := json.Marshal(want)
 	if string(gb) != string(wb) {

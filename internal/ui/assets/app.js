@@ -718,6 +718,35 @@
   }
   function clock(ms) { return new Date(ms).toLocaleString(); }
 
+  // Queues and jobs are named to the server by their keys: their exact
+  // bytes in base64url, which survive JSON where names that are not UTF-8
+  // do not. keyOf makes the key of bytes; bytesOf reads typed text, with
+  // the escapes the page shows (\x0d, \u202e, \\) as the bytes they stand
+  // for.
+  function keyOf(bytes) {
+    let bin = "";
+    for (const b of bytes) bin += String.fromCharCode(b);
+    return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+  const utf8 = (str) => Array.from(new TextEncoder().encode(str));
+  function unescaped(str) {
+    const out = [];
+    for (let i = 0; i < str.length;) {
+      const m = /^\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([nrt\\]))/.exec(str.slice(i, i + 10));
+      if (m && !(m[3] && parseInt(m[3], 16) > 0x10ffff)) {
+        if (m[1]) out.push(parseInt(m[1], 16));
+        else if (m[2] || m[3]) out.push(...utf8(String.fromCodePoint(parseInt(m[2] || m[3], 16))));
+        else out.push({ n: 10, r: 13, t: 9, "\\": 92 }[m[4]]);
+        i += m[0].length;
+        continue;
+      }
+      const cp = str.codePointAt(i);
+      out.push(...utf8(String.fromCodePoint(cp)));
+      i += cp > 0xffff ? 2 : 1;
+    }
+    return out;
+  }
+
   async function post(body) {
     const res = await fetch("/api/action", {
       method: "POST",
@@ -735,12 +764,13 @@
     delete: { label: "Delete", title: "Delete this job?", text: (id) => `Job ${id} and its record are removed from the queue. This cannot be undone.`, done: "deleted", danger: true },
   };
 
-  async function act(queue, action, id, after) {
+  async function act(queue, action, job, after) {
     const a = ACTIONS[action];
+    const id = job.idText;
     if (!(await confirmAction(a.title, a.text(id), a.label))) return;
     try {
-      await post({ queue: queue.name, action, id });
-      toast(`${queue.name}: job ${id} ${a.done}`);
+      await post({ queueKey: queue.key, action, idKey: job.key });
+      toast(`${queue.text}: job ${id} ${a.done}`);
     } catch (err) {
       toast(`${a.label} failed: ${err.message}`);
     }
@@ -751,7 +781,7 @@
     const allowed = { failed: ["retry", "delete"], delayed: ["run", "delete"], waiting: ["delete"], completed: ["delete"] }[job.state] || [];
     return allowed.filter((a) => queue.features.includes(a)).map((a) => h("button", {
       type: "button", class: "small" + (ACTIONS[a].danger ? " danger" : ""), "data-action": a,
-      onclick: () => act(queue, a, job.id, after), text: ACTIONS[a].label,
+      onclick: () => act(queue, a, job, after), text: ACTIONS[a].label,
     }));
   }
 
@@ -769,8 +799,8 @@
     const meta = Object.entries(job.metadata || {});
     if (meta.length) add("metadata", meta.map(([k, v]) => `${k}=${v}`).join("  "));
     const buttons = actionButtons(queue, job, after);
-    return h("div", { class: "job", "data-job": job.id },
-      h("div", { class: "job-head" }, h("code", { text: job.id }), h("span", { class: `state s-${job.state}`, text: job.state }),
+    return h("div", { class: "job", "data-job": job.id, "data-key": job.key },
+      h("div", { class: "job-head" }, h("code", { text: job.idText }), h("span", { class: `state s-${job.state}`, text: job.state }),
         job.name ? h("span", { class: "muted", text: job.name }) : null),
       h("dl", {}, rows),
       buttons.length ? h("div", { class: "actions" }, buttons) : null);
@@ -788,31 +818,35 @@
     const paused = h("span", { class: "pill paused", hidden: true, text: "paused" });
     const err = h("p", { class: "queue-error", role: "status", hidden: true });
     const result = h("div", { "aria-live": "polite" });
-    const idInput = h("input", { type: "text", placeholder: "job ID", "aria-label": `Job ID in queue ${queue.name}`, spellcheck: "false" });
+    const idInput = h("input", { type: "text", placeholder: "job ID", "aria-label": `Job ID in queue ${queue.text}`, spellcheck: "false" });
     const lookupForm = h("form", { class: "lookup", role: "search" }, idInput, h("button", { type: "submit", text: "Look up" }));
+    // lookup finds the job typed in: as typed, trimmed, then with the
+    // escapes the page shows for bytes an input cannot hold (a CR or LF,
+    // a byte that is not UTF-8) read as those bytes.
     const lookup = async () => {
-      const id = idInput.value.trim();
-      if (!id) return;
-      const res = await fetch("/api/job?" + new URLSearchParams({ queue: queue.name, id }));
+      const typed = idInput.value;
+      const keys = [...new Set([keyOf(utf8(typed)), keyOf(utf8(typed.trim())), keyOf(unescaped(typed.trim()))])];
+      if (!typed.trim()) return;
+      const res = await fetch("/api/job?" + new URLSearchParams([["queueKey", queue.key], ...keys.map((k) => ["idKey", k])]));
       const body = await res.json().catch(() => ({}));
       result.replaceChildren(res.ok ? jobCard(queue, body, lookup) : h("p", { class: "queue-error", text: body.error || `the server answered ${res.status}` }));
     };
     lookupForm.addEventListener("submit", (e) => { e.preventDefault(); lookup(); });
 
-    const head = h("div", { class: "queue-head" }, h("h3", { text: queue.name }), live, paused);
+    const head = h("div", { class: "queue-head" }, h("h3", { text: queue.text }), live, paused);
     let pauseBtn = null;
     if (queue.features.includes("pause")) {
       pauseBtn = h("button", { type: "button", class: "small right", "data-pause": true, text: "Pause" });
       pauseBtn.style.marginLeft = "auto";
       pauseBtn.addEventListener("click", async () => {
         const resume = pauseBtn.dataset.paused === "true";
-        const ok = await confirmAction(resume ? `Resume ${queue.name}?` : `Pause ${queue.name}?`,
+        const ok = await confirmAction(resume ? `Resume ${queue.text}?` : `Pause ${queue.text}?`,
           resume ? "Workers take jobs from the queue again." : "Workers take no new jobs from the queue until you resume it; running jobs finish.",
           resume ? "Resume" : "Pause");
         if (!ok) return;
         try {
-          await post({ queue: queue.name, action: resume ? "resume" : "pause" });
-          toast(`${queue.name} ${resume ? "resumed" : "paused"}`);
+          await post({ queueKey: queue.key, action: resume ? "resume" : "pause" });
+          toast(`${queue.text} ${resume ? "resumed" : "paused"}`);
         } catch (e) { toast(e.message); }
       });
       head.append(pauseBtn);
@@ -827,12 +861,12 @@
         h("div", {}, h("h4", { text: "Next retries and delayed jobs" }), delayed),
         h("div", {}, h("h4", { text: "Failed for good, latest first" }), failed));
       const fill = async (ul, st) => {
-        const res = await fetch("/api/jobs?" + new URLSearchParams({ queue: queue.name, state: st, limit: "50" }));
+        const res = await fetch("/api/jobs?" + new URLSearchParams({ queueKey: queue.key, state: st, limit: "50" }));
         const body = await res.json().catch(() => ({}));
         if (!res.ok) { ul.replaceChildren(h("li", { class: "empty", text: body.error || "cannot list" })); return; }
         if (!body.jobs.length) { ul.replaceChildren(h("li", { class: "empty", text: st === "delayed" ? "nothing scheduled" : "no failed jobs" })); return; }
-        ul.replaceChildren(...body.jobs.map((j) => h("li", { "data-job": j.id },
-          h("span", { class: "id", title: j.id, text: j.id + (j.name ? ` · ${j.name}` : "") }),
+        ul.replaceChildren(...body.jobs.map((j) => h("li", { "data-job": j.id, "data-key": j.key },
+          h("span", { class: "id", title: j.idText, text: j.idText + (j.name ? ` · ${j.name}` : "") }),
           st === "delayed" ?
             h("span", { class: "meta", text: `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}` }) :
             h("span", { class: "meta err", title: j.lastError, text: `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}` }),
@@ -882,14 +916,14 @@
     const cards = new Map();
     for (const q of queues) {
       const c = queueCard(q);
-      cards.set(q.name, c);
+      cards.set(q.key, c);
       list.append(c.el);
     }
     const es = new EventSource("/api/queues/events");
     es.addEventListener("counts", (e) => {
       const snap = JSON.parse(e.data);
       skew = snap.at - Date.now();
-      for (const sample of snap.queues) cards.get(sample.name)?.update(sample, snap.at);
+      for (const sample of snap.queues) cards.get(sample.key)?.update(sample, snap.at);
     });
     es.addEventListener("error", () => { for (const c of cards.values()) c.offline(); });
   }

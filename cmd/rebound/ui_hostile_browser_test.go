@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/rebound-go/rebound/adapters/native"
+	"github.com/rebound-go/rebound/internal/testenv"
+)
+
+// A queue whose name is not UTF-8, a failed job whose ID is not UTF-8 and
+// a delayed job whose ID holds CR LF: the page acts on each of them (JSON
+// turned their bytes into U+FFFD, and the actions named jobs that do not
+// exist), and the lookup finds the CR LF job by the escapes the page
+// shows for it.
+func TestUIBrowserNamesNotUTF8(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx := context.Background()
+	const queueName = "mails-\xff\xfe"
+	q, err := native.NewQueue(rdb, queueName, native.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const failedID, crlfID = "job-\xc3\x28-\xff", "line\r\nbreak"
+	if _, err := q.Enqueue(ctx, []byte("x"), native.WithID(failedID), native.WithName("name-\xfe")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Cancel(ctx, failedID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, []byte("y"), native.WithID(crlfID), native.WithDelay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	tab := newTab(t, 1280, 900)
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", queueName, "-prefix", prefix, "-refresh", "250ms")
+	do(t, tab, chromedp.Navigate(page+"#queues"))
+	card := `document.querySelector(".card.queue")`
+	waitFor(t, tab, "the failed job's row", `!!`+card+`?.querySelector('[data-list="failed"] li[data-key]')`)
+	if got := eval[string](t, tab, card+`.querySelector("h3").textContent`); got != `mails-\xff\xfe` {
+		t.Errorf("queue shown as %q, want its bytes escaped", got)
+	}
+	if got := eval[string](t, tab, card+`.querySelector('[data-list="failed"] li .id').textContent`); got != `job-\xc3(-\xff · name-\xfe` {
+		t.Errorf("failed row shows %q, want the ID's and the name's bytes escaped", got)
+	}
+
+	// Retry the failed job from its row.
+	click(t, tab, `.card.queue [data-list="failed"] li[data-key] button[data-action="retry"]`)
+	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+	click(t, tab, `#confirm-ok`)
+	waitFor(t, tab, "the failed list to empty", card+`.querySelector('[data-list="failed"] li[data-key]') === null`)
+	if j, err := q.Job(ctx, failedID); err != nil || j.State != native.StateWaiting {
+		t.Errorf("job %q after retry: %v, %v; want waiting", failedID, j.State, err)
+	}
+
+	// Look the CR LF job up as the page shows it, then run it now.
+	typeInto(t, tab, ".card.queue .lookup input", `line\x0d\x0abreak`)
+	click(t, tab, ".card.queue .lookup button")
+	waitFor(t, tab, "the CR LF job's card", card+`.querySelector(".job .state")?.textContent === "delayed"`)
+	if got := eval[string](t, tab, card+`.querySelector(".job code").textContent`); got != `line\x0d\x0abreak` {
+		t.Errorf("card shows the ID as %q", got)
+	}
+	click(t, tab, `.card.queue .job button[data-action="run"]`)
+	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+	click(t, tab, `#confirm-ok`)
+	waitFor(t, tab, "the job to be due", card+`.querySelector(".job .state")?.textContent === "waiting"`)
+	if j, err := q.Job(ctx, crlfID); err != nil || j.State != native.StateWaiting {
+		t.Errorf("job %q after run now: %v, %v; want waiting", crlfID, j.State, err)
+	}
+}
