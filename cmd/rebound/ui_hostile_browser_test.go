@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,5 +71,61 @@ func TestUIBrowserNamesNotUTF8(t *testing.T) {
 	waitFor(t, tab, "the job to be due", card+`.querySelector(".job .state")?.textContent === "waiting"`)
 	if j, err := q.Job(ctx, crlfID); err != nil || j.State != native.StateWaiting {
 		t.Errorf("job %q after run now: %v, %v; want waiting", crlfID, j.State, err)
+	}
+}
+
+// Text of 5000 characters without a break (a queue's name, a job's ID,
+// name and error) wraps or is cut inside its box: the page is never
+// wider than the window, in the lists, the job's card, the confirmation
+// and the toast. Before, such a name widened the page by 69,575 px.
+func TestUIBrowserLongTextKeepsThePageWidth(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx := context.Background()
+	long := func(c string) string { return strings.Repeat(c, 5000) }
+	queueName := "q" + long("Q")
+	q, err := native.NewQueue(rdb, queueName, native.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "f" + long("i")
+	if _, err := q.Enqueue(ctx, []byte(long("p")), native.WithID(id), native.WithName(long("n")), native.WithMetadata(map[string]string{long("k"): long("v")})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, nil, native.WithID("d"+long("d")), native.WithName(long("m")), native.WithDelay(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	tab := newTab(t, 1024, 800)
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", queueName, "-prefix", prefix, "-refresh", "250ms")
+	do(t, tab, chromedp.Navigate(page+"#queues"))
+	waitFor(t, tab, "both lists", `document.querySelectorAll(".card.queue [data-list] li[data-key]").length === 2`)
+	width := func(when string) {
+		t.Helper()
+		type dims struct{ Scroll, Inner int }
+		d := eval[dims](t, tab, `({scroll: document.documentElement.scrollWidth, inner: window.innerWidth})`)
+		if d.Scroll > d.Inner {
+			t.Errorf("%s: the page is %d px wide in a window of %d px", when, d.Scroll, d.Inner)
+		}
+	}
+	width("the lists")
+	eval[chromedp.Void](t, tab, fmt.Sprintf(`document.querySelector(".card.queue .lookup input").value = %q`, id))
+	click(t, tab, ".card.queue .lookup button")
+	waitFor(t, tab, "the job's card", `document.querySelector(".card.queue .job .state")?.textContent === "failed"`)
+	width("the job's card")
+	click(t, tab, `.card.queue .job button[data-action="retry"]`)
+	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+	width("the confirmation")
+	type box struct{ Right, Inner int }
+	if b := eval[box](t, tab, `({right: Math.ceil(document.querySelector("#confirm").getBoundingClientRect().right), inner: window.innerWidth})`); b.Right > b.Inner {
+		t.Errorf("the confirmation reaches %d px in a window of %d px", b.Right, b.Inner)
+	}
+	click(t, tab, `#confirm-ok`)
+	waitFor(t, tab, "the toast", `!document.querySelector("#toast").hidden`)
+	width("the toast")
+	if b := eval[box](t, tab, `({right: Math.ceil(document.querySelector("#toast").getBoundingClientRect().right), inner: window.innerWidth})`); b.Right > b.Inner {
+		t.Errorf("the toast reaches %d px in a window of %d px", b.Right, b.Inner)
 	}
 }
