@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/internal/testenv"
@@ -127,5 +129,44 @@ func TestUIBrowserLongTextKeepsThePageWidth(t *testing.T) {
 	width("the toast")
 	if b := eval[box](t, tab, `({right: Math.ceil(document.querySelector("#toast").getBoundingClientRect().right), inner: window.innerWidth})`); b.Right > b.Inner {
 		t.Errorf("the toast reaches %d px in a window of %d px", b.Right, b.Inner)
+	}
+}
+
+// The lists redraw in place: a keyboard user's focus stays on the button
+// it was on when the lists follow the queue, and when the row it was on
+// leaves (its job retried by that very button) it goes to the row that
+// takes its place, never to the page's body.
+func TestUIBrowserListsKeepFocus(t *testing.T) {
+	tab := newTab(t, 1280, 900)
+	fq := newFakeQueue()
+	fq.jobs["failed-2"] = native.StoredJob{ID: "failed-2", State: native.StateFailed, Attempts: 5, MaxAttempts: 5, LastError: "smtp: 421 try later", FinishedAt: time.Now().Add(-time.Minute)}
+	page := serveFake(t, fq)
+	do(t, tab, chromedp.Navigate(page+"#queues"))
+	row := func(id string) string { return `[data-list] li[data-job="` + id + `"]` }
+	waitFor(t, tab, "the lists", `!!document.querySelector('`+row("failed-1")+`') && !!document.querySelector('`+row("failed-2")+`')`)
+	eval[chromedp.Void](t, tab, `(() => { const b = document.querySelector('`+row("failed-1")+` button[data-action="retry"]'); b.focus(); b.dataset.marked = "yes"; })()`)
+
+	// The queue changes: both lists redraw.
+	fq.mu.Lock()
+	fq.jobs["delayed-3"] = native.StoredJob{ID: "delayed-3", State: native.StateDelayed, NextFireAt: time.Now().Add(time.Minute)}
+	fq.mu.Unlock()
+	waitFor(t, tab, "the new delayed job", `!!document.querySelector('`+row("delayed-3")+`')`)
+	time.Sleep(300 * time.Millisecond) // the failed list's redraw lands too
+	if got := eval[string](t, tab, `document.activeElement.dataset.marked + " " + document.activeElement.dataset.action + " " + document.activeElement.closest("li")?.dataset.job`); got != "yes retry failed-1" {
+		t.Errorf("after the lists redrew, the focus is on %q (%s), want the same retry button of failed-1", got, eval[string](t, tab, `document.activeElement.tagName`))
+	}
+
+	// Retry failed-1 with the keyboard: Enter on its button, Enter on the
+	// confirmation. Its row goes; the focus moves to failed-2's button.
+	do(t, tab, chromedp.KeyEvent(kb.Enter))
+	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+	do(t, tab, chromedp.KeyEvent(kb.Enter))
+	waitFor(t, tab, "failed-1 to leave", `!document.querySelector('`+row("failed-1")+`')`)
+	waitFor(t, tab, "the focus to land on a row", `document.activeElement !== document.body`)
+	if got := eval[string](t, tab, `document.activeElement.dataset.action + " " + document.activeElement.closest("li")?.dataset.job`); got != "retry failed-2" {
+		t.Errorf("after the retried row left, the focus is on %q, want failed-2's retry button", got)
+	}
+	if got, want := fq.Calls(), []string{"retry failed-1"}; !slices.Equal(got, want) {
+		t.Errorf("queue saw %v, want %v", got, want)
 	}
 }

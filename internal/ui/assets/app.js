@@ -764,7 +764,36 @@
     delete: { label: "Delete", title: "Delete this job?", text: (id) => `Job ${id} and its record are removed from the queue. This cannot be undone.`, done: "deleted", danger: true },
   };
 
+  // focusMark notes where the focus is, when it is in scope (a job list,
+  // or the box that shows a looked-up job), so that restoreFocus can put
+  // it back after scope was redrawn: on the same element if it is still
+  // there, else on the same action of the row that took the place of its
+  // own, else on scope itself. It only takes the focus back from the
+  // page's body, where the browser leaves it when the focused element
+  // goes: never from wherever the user moved it meanwhile.
+  function focusMark(scope, el = document.activeElement) {
+    if (!el || !scope || !scope.contains(el) || el === scope) return null;
+    const row = el.closest("li");
+    const rows = [...scope.children];
+    return { scope, el, action: el.dataset.action, index: row ? rows.indexOf(row) : 0 };
+  }
+  function restoreFocus(mark) {
+    if (!mark) return;
+    const active = document.activeElement;
+    if (active && active !== document.body && active !== mark.el) return;
+    if (mark.el.isConnected) {
+      if (active !== mark.el) mark.el.focus({ preventScroll: true });
+      return;
+    }
+    const rows = [...mark.scope.children];
+    const row = rows[Math.min(mark.index, rows.length - 1)];
+    const target = (row && (row.querySelector(`button[data-action="${mark.action}"]`) || row.querySelector("button"))) || mark.scope;
+    target.focus({ preventScroll: true });
+  }
+
   async function act(queue, action, job, after) {
+    const from = document.activeElement;
+    const mark = focusMark(from && from.closest && from.closest("ul.joblist, .lookup-result"), from);
     const a = ACTIONS[action];
     const id = job.idText;
     if (!(await confirmAction(a.title, a.text(id), a.label))) return;
@@ -774,7 +803,8 @@
     } catch (err) {
       toast(`${a.label} failed: ${err.message}`);
     }
-    if (after) after();
+    if (after) await after();
+    restoreFocus(mark);
   }
 
   function actionButtons(queue, job, after) {
@@ -817,7 +847,7 @@
     const live = h("span", { class: "live", "data-state": "connecting", text: "connecting" });
     const paused = h("span", { class: "pill paused", hidden: true, text: "paused" });
     const err = h("p", { class: "queue-error", role: "status", hidden: true });
-    const result = h("div", { "aria-live": "polite" });
+    const result = h("div", { class: "lookup-result", "aria-live": "polite", tabindex: "-1" });
     const idInput = h("input", { type: "text", placeholder: "job ID", "aria-label": `Job ID in queue ${queue.text}`, spellcheck: "false" });
     const lookupForm = h("form", { class: "lookup", role: "search" }, idInput, h("button", { type: "submit", text: "Look up" }));
     // lookup finds the job typed in: as typed, trimmed, then with the
@@ -829,7 +859,9 @@
       if (!typed.trim()) return;
       const res = await fetch("/api/job?" + new URLSearchParams([["queueKey", queue.key], ...keys.map((k) => ["idKey", k])]));
       const body = await res.json().catch(() => ({}));
+      const mark = focusMark(result);
       result.replaceChildren(res.ok ? jobCard(queue, body, lookup) : h("p", { class: "queue-error", text: body.error || `the server answered ${res.status}` }));
+      restoreFocus(mark);
     };
     lookupForm.addEventListener("submit", (e) => { e.preventDefault(); lookup(); });
 
@@ -855,24 +887,59 @@
     let lists = null;
     let refreshLists = () => {};
     if (queue.features.includes("jobs")) {
-      const delayed = h("ul", { class: "joblist", "data-list": "delayed" });
-      const failed = h("ul", { class: "joblist", "data-list": "failed" });
+      const delayed = h("ul", { class: "joblist", "data-list": "delayed", tabindex: "-1", "aria-label": `Next retries and delayed jobs of ${queue.text}` });
+      const failed = h("ul", { class: "joblist", "data-list": "failed", tabindex: "-1", "aria-label": `Failed jobs of ${queue.text}` });
       lists = h("div", { class: "lists" },
         h("div", {}, h("h4", { text: "Next retries and delayed jobs" }), delayed),
         h("div", {}, h("h4", { text: "Failed for good, latest first" }), failed));
+      // fill redraws a list in place: a job's row is kept (keyed by the
+      // job's key) and only its text and buttons change, rows move
+      // around the focused one, and when the focused row leaves the list
+      // the focus goes to the row that takes its place, so a keyboard
+      // user keeps their place while the list follows the queue.
       const fill = async (ul, st) => {
         const res = await fetch("/api/jobs?" + new URLSearchParams({ queueKey: queue.key, state: st, limit: "50" }));
         const body = await res.json().catch(() => ({}));
-        if (!res.ok) { ul.replaceChildren(h("li", { class: "empty", text: body.error || "cannot list" })); return; }
-        if (!body.jobs.length) { ul.replaceChildren(h("li", { class: "empty", text: st === "delayed" ? "nothing scheduled" : "no failed jobs" })); return; }
-        ul.replaceChildren(...body.jobs.map((j) => h("li", { "data-job": j.id, "data-key": j.key },
-          h("span", { class: "id", title: j.idText, text: j.idText + (j.name ? ` · ${j.name}` : "") }),
-          st === "delayed" ?
-            h("span", { class: "meta", text: `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}` }) :
-            h("span", { class: "meta err", title: j.lastError, text: `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}` }),
-          h("span", { class: "row-actions" }, actionButtons(queue, j, refreshLists)))));
+        const mark = focusMark(ul);
+        if (!res.ok || !body.jobs.length) {
+          const text = !res.ok ? body.error || "cannot list" : st === "delayed" ? "nothing scheduled" : "no failed jobs";
+          const empty = ul.querySelector("li.empty");
+          if (empty && ul.children.length === 1) empty.textContent = text;
+          else ul.replaceChildren(h("li", { class: "empty", text }));
+          restoreFocus(mark);
+          return;
+        }
+        const rows = body.jobs.map((j) => jobRow(ul, st, j));
+        const keep = new Set(rows);
+        for (const li of [...ul.children]) if (!keep.has(li)) li.remove();
+        rows.forEach((li, i) => { if (ul.children[i] !== li) ul.insertBefore(li, ul.children[i] || null); });
+        restoreFocus(mark);
       };
-      refreshLists = () => { fill(delayed, "delayed"); fill(failed, "failed"); };
+      // jobRow returns job j's row of ul, its text brought up to date, or
+      // a new one.
+      const jobRow = (ul, st, j) => {
+        const idText = j.idText + (j.name ? ` · ${j.name}` : "");
+        const meta = st === "delayed" ?
+          `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}` :
+          `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}`;
+        const actions = actionButtons(queue, j, refreshLists);
+        const names = actions.map((b) => b.dataset.action).join(" ");
+        let li = [...ul.children].find((el) => el.dataset.key === j.key);
+        if (!li) {
+          li = h("li", { "data-job": j.id, "data-key": j.key },
+            h("span", { class: "id" }), h("span", { class: st === "delayed" ? "meta" : "meta err" }), h("span", { class: "row-actions" }));
+        }
+        const [idEl, metaEl, actionsEl] = li.children;
+        if (idEl.textContent !== idText) { idEl.textContent = idText; idEl.title = j.idText; }
+        if (metaEl.textContent !== meta) metaEl.textContent = meta;
+        if (st !== "delayed") metaEl.title = j.lastError || "";
+        if (li.dataset.actions !== names) {
+          actionsEl.replaceChildren(...actions);
+          li.dataset.actions = names;
+        }
+        return li;
+      };
+      refreshLists = () => Promise.all([fill(delayed, "delayed"), fill(failed, "failed")]);
     }
 
     const card = h("div", { class: "card queue", "data-queue": queue.name }, head, counts, mixBar, err, lists, lookupForm, result);
