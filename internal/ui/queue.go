@@ -39,6 +39,19 @@ type JobLister interface {
 	Jobs(ctx context.Context, state native.State, limit int) ([]native.StoredJob, error)
 }
 
+// JobPager is implemented by a queue that lists its jobs a page at a
+// time, by cursor. With it every list of the page pages, forward and
+// back.
+type JobPager interface {
+	// JobPage returns at most limit jobs in state in the order Jobs gives
+	// them, after the page whose next cursor is cursor ("" for the first
+	// page), and the cursor of the page after it ("" when this page is
+	// the last). A cursor JobPage did not return for state is an error
+	// wrapping native.ErrBadCursor; one whose place is gone,
+	// native.ErrCursorGone.
+	JobPage(ctx context.Context, state native.State, limit int, cursor string) (jobs []native.StoredJob, next string, err error)
+}
+
 // Retrier is implemented by a queue that sends a failed job back to run
 // again, with its attempts counted afresh.
 type Retrier interface {
@@ -67,6 +80,7 @@ type Pauser interface {
 // Features a queue reports to the page, by the interfaces it implements.
 const (
 	featureJobs   = "jobs"   // JobLister
+	featurePages  = "pages"  // JobPager
 	featureRetry  = "retry"  // Retrier
 	featureRun    = "run"    // Runner
 	featureDelete = "delete" // Deleter
@@ -77,6 +91,9 @@ func features(q Queue) []string {
 	f := []string{}
 	if _, ok := q.(JobLister); ok {
 		f = append(f, featureJobs)
+	}
+	if _, ok := q.(JobPager); ok {
+		f = append(f, featurePages)
 	}
 	if _, ok := q.(Retrier); ok {
 		f = append(f, featureRetry)
@@ -378,8 +395,28 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := lister.Jobs(r.Context(), state, limit)
-	if err != nil {
+	var (
+		list []native.StoredJob
+		next string
+	)
+	if cursor := v.Get("cursor"); cursor != "" || v.Has("cursor") {
+		pager, ok := q.(JobPager)
+		if !ok {
+			writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot page its jobs", q.Name()))
+			return
+		}
+		list, next, err = pager.JobPage(r.Context(), state, limit, cursor)
+	} else {
+		list, err = lister.Jobs(r.Context(), state, limit)
+	}
+	switch {
+	case errors.Is(err, native.ErrCursorGone):
+		writeError(w, http.StatusGone, err.Error()+"; start again from the first page")
+		return
+	case errors.Is(err, native.ErrBadCursor):
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
 	}
@@ -387,10 +424,19 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	for _, j := range list[:min(len(list), limit)] {
 		out = append(out, toJobJSON(q.Name(), j))
 	}
+	// The list's total, read after the page: a count of the state's
+	// list or set, one round trip.
+	total := int64(-1)
+	if c, err := q.Counts(r.Context()); err == nil {
+		total = map[native.State]int64{native.StateWaiting: c.Waiting, native.StateActive: c.Active, native.StateDelayed: c.Delayed,
+			native.StateCompleted: c.Completed, native.StateFailed: c.Failed}[state]
+	}
 	writeJSON(w, http.StatusOK, struct {
-		At   int64     `json:"at"`
-		Jobs []jobJSON `json:"jobs"`
-	}{time.Now().UnixMilli(), out})
+		At    int64     `json:"at"`
+		Jobs  []jobJSON `json:"jobs"`
+		Next  string    `json:"next"`  // the next page's cursor, "" on the last page (or without a cursor)
+		Total int64     `json:"total"` // the jobs in state, -1 when the count failed
+	}{time.Now().UnixMilli(), out, next, total})
 }
 
 // ParseState reads a job state by its name (native.State's String):

@@ -885,24 +885,57 @@
     }
 
     let lists = null;
-    let refreshLists = () => {};
+    let refreshLists = () => Promise.resolve();
+    let refreshState = () => {};
+    const listOf = {};
     if (queue.features.includes("jobs")) {
-      const delayed = h("ul", { class: "joblist", "data-list": "delayed", tabindex: "-1", "aria-label": `Next retries and delayed jobs of ${queue.text}` });
-      const failed = h("ul", { class: "joblist", "data-list": "failed", tabindex: "-1", "aria-label": `Failed jobs of ${queue.text}` });
-      lists = h("div", { class: "lists" },
-        h("div", {}, h("h4", { text: "Next retries and delayed jobs" }), delayed),
-        h("div", {}, h("h4", { text: "Failed for good, latest first" }), failed));
+      const paged = queue.features.includes("pages");
+      const TITLES = {
+        delayed: "Next retries and delayed jobs", failed: "Failed for good, latest first",
+        waiting: "Waiting, next to run first", active: "Running, lease ending first", completed: "Completed, latest first",
+      };
+      const EMPTY = { delayed: "nothing scheduled", failed: "no failed jobs", waiting: "nothing waiting", active: "nothing running", completed: "nothing completed" };
+      const order = ["delayed", "failed", "waiting", "active", "completed"];
+      const panels = order.map((st) => {
+        const ul = h("ul", { class: "joblist", "data-list": st, tabindex: "-1", "aria-label": `${TITLES[st]}, ${queue.text}` });
+        const total = h("span", { class: "total", "data-total": st, text: "" });
+        const where = h("span", { class: "where", "data-where": st });
+        const prev = h("button", { type: "button", class: "small", "data-page": "prev", text: "← Previous", disabled: true });
+        const next = h("button", { type: "button", class: "small", "data-page": "next", text: "Next →", disabled: true });
+        const l = { st, ul, total, where, prev, next, cursors: [""], nextCursor: "" };
+        prev.addEventListener("click", () => { if (l.cursors.length > 1) { l.cursors.pop(); fill(l); } });
+        next.addEventListener("click", () => { if (l.nextCursor) { l.cursors.push(l.nextCursor); fill(l); } });
+        listOf[st] = l;
+        return h("div", { class: "list-panel", "data-panel": st },
+          h("h4", {}, TITLES[st], " ", total),
+          ul,
+          paged ? h("div", { class: "pager" }, prev, where, next) : null);
+      });
+      lists = h("div", { class: "lists" }, panels);
+      const PAGE = 50;
       // fill redraws a list in place: a job's row is kept (keyed by the
       // job's key) and only its text and buttons change, rows move
       // around the focused one, and when the focused row leaves the list
       // the focus goes to the row that takes its place, so a keyboard
-      // user keeps their place while the list follows the queue.
-      const fill = async (ul, st) => {
-        const res = await fetch("/api/jobs?" + new URLSearchParams({ queueKey: queue.key, state: st, limit: "50" }));
+      // user keeps their place while the list follows the queue. A list
+      // shows the page its cursor names; a cursor whose place is gone
+      // sends it back to the first page.
+      const fill = async (l) => {
+        const { ul, st } = l;
+        const q = { queueKey: queue.key, state: st, limit: String(PAGE) };
+        if (paged) q.cursor = l.cursors[l.cursors.length - 1];
+        const res = await fetch("/api/jobs?" + new URLSearchParams(q));
         const body = await res.json().catch(() => ({}));
+        if (res.status === 410 && l.cursors.length > 1) { l.cursors = [""]; return fill(l); }
         const mark = focusMark(ul);
+        if (res.ok && body.total >= 0) l.total.textContent = `· ${body.total.toLocaleString()}`;
+        l.nextCursor = res.ok ? body.next || "" : "";
+        l.prev.disabled = l.cursors.length <= 1;
+        l.next.disabled = !l.nextCursor;
+        const first = (l.cursors.length - 1) * PAGE;
+        l.where.textContent = res.ok && body.jobs.length ? `${(first + 1).toLocaleString()}–${(first + body.jobs.length).toLocaleString()}` : "";
         if (!res.ok || !body.jobs.length) {
-          const text = !res.ok ? body.error || "cannot list" : st === "delayed" ? "nothing scheduled" : "no failed jobs";
+          const text = !res.ok ? body.error || "cannot list" : EMPTY[st];
           const empty = ul.querySelector("li.empty");
           if (empty && ul.children.length === 1) empty.textContent = text;
           else ul.replaceChildren(h("li", { class: "empty", text }));
@@ -919,32 +952,39 @@
       // a new one.
       const jobRow = (ul, st, j) => {
         const idText = j.idText + (j.name ? ` · ${j.name}` : "");
-        const meta = st === "delayed" ?
-          `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}` :
-          `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}`;
+        const tries = j.attempts ? ` · ${j.attempts} attempt${j.attempts === 1 ? "" : "s"} so far` : "";
+        const meta = {
+          delayed: () => `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}`,
+          failed: () => `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}`,
+          waiting: () => `enqueued ${j.createdAt ? ago(j.createdAt) : "–"}${tries}`,
+          active: () => `attempt ${j.attempts + 1} · lease until ${j.leaseDeadline ? clock(j.leaseDeadline) : "–"}`,
+          completed: () => `finished ${j.finishedAt ? ago(j.finishedAt) : "–"}${tries}`,
+        }[st]();
         const actions = actionButtons(queue, j, refreshLists);
         const names = actions.map((b) => b.dataset.action).join(" ");
         let li = [...ul.children].find((el) => el.dataset.key === j.key);
         if (!li) {
           li = h("li", { "data-job": j.id, "data-key": j.key },
-            h("span", { class: "id" }), h("span", { class: st === "delayed" ? "meta" : "meta err" }), h("span", { class: "row-actions" }));
+            h("span", { class: "id" }), h("span", { class: st === "failed" ? "meta err" : "meta" }), h("span", { class: "row-actions" }));
         }
         const [idEl, metaEl, actionsEl] = li.children;
         if (idEl.textContent !== idText) { idEl.textContent = idText; idEl.title = j.idText; }
         if (metaEl.textContent !== meta) metaEl.textContent = meta;
-        if (st !== "delayed") metaEl.title = j.lastError || "";
+        if (st === "failed") metaEl.title = j.lastError || "";
         if (li.dataset.actions !== names) {
           actionsEl.replaceChildren(...actions);
           li.dataset.actions = names;
         }
         return li;
       };
-      refreshLists = () => Promise.all([fill(delayed, "delayed"), fill(failed, "failed")]);
+      refreshLists = () => Promise.all(order.map((st) => fill(listOf[st])));
+      refreshState = (st) => fill(listOf[st]);
     }
 
     const card = h("div", { class: "card queue", "data-queue": queue.name }, head, counts, mixBar, err, lists, lookupForm, result);
     let prev = null;
     let listTimer = 0;
+    const pendingStates = new Set();
     return {
       el: card,
       update(sample, at) {
@@ -967,9 +1007,18 @@
           tiles[st].textContent = v.toLocaleString();
           mix[st].style.flexGrow = String(total ? v : 0);
         }
-        const changed = !prev || ["delayed", "failed"].some((st) => prev[st] !== sample.counts[st]);
+        const changed = STATES.filter((st) => !prev || prev[st] !== sample.counts[st]);
         prev = sample.counts;
-        if (lists && changed) { clearTimeout(listTimer); listTimer = setTimeout(refreshLists, 150); }
+        if (lists) {
+          for (const st of changed) {
+            pendingStates.add(st);
+            listOf[st].total.textContent = `· ${sample.counts[st].toLocaleString()}`;
+          }
+          if (pendingStates.size) {
+            clearTimeout(listTimer);
+            listTimer = setTimeout(() => { const sts = [...pendingStates]; pendingStates.clear(); sts.forEach(refreshState); }, 150);
+          }
+        }
       },
       offline() { live.dataset.state = "connecting"; live.textContent = "reconnecting…"; },
     };
