@@ -583,7 +583,9 @@ func TestUIBrowserActions(t *testing.T) {
 	fq := newFakeQueue()
 	page := serveFake(t, fq)
 	do(t, tab, chromedp.Navigate(page+"#queues"))
-	row := func(id string) string { return `:is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]` }
+	row := func(id string) string {
+		return `:is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]`
+	}
 	waitFor(t, tab, "the delayed and failed lists", `document.querySelector('`+row("delayed-1")+`') && document.querySelector('`+row("failed-1")+`')`)
 
 	// Cancelling the confirmation does nothing.
@@ -683,7 +685,9 @@ func TestUIBrowserActionsNative(t *testing.T) {
 	tab := newTab(t, 1280, 900)
 	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms")
 	do(t, tab, chromedp.Navigate(page+"#queues"))
-	row := func(id string) string { return `[data-queue="emails"] :is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]` }
+	row := func(id string) string {
+		return `[data-queue="emails"] :is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]`
+	}
 	confirm := func(id, action string) {
 		t.Helper()
 		click(t, tab, row(id)+` button[data-action="`+action+`"]`)

@@ -142,7 +142,9 @@ func TestUIBrowserListsKeepFocus(t *testing.T) {
 	fq.jobs["failed-2"] = native.StoredJob{ID: "failed-2", State: native.StateFailed, Attempts: 5, MaxAttempts: 5, LastError: "smtp: 421 try later", FinishedAt: time.Now().Add(-time.Minute)}
 	page := serveFake(t, fq)
 	do(t, tab, chromedp.Navigate(page+"#queues"))
-	row := func(id string) string { return `:is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]` }
+	row := func(id string) string {
+		return `:is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]`
+	}
 	waitFor(t, tab, "the lists", `!!document.querySelector('`+row("failed-1")+`') && !!document.querySelector('`+row("failed-2")+`')`)
 	eval[chromedp.Void](t, tab, `(() => { const b = document.querySelector('`+row("failed-1")+` button[data-action="retry"]'); b.focus(); b.dataset.marked = "yes"; })()`)
 
