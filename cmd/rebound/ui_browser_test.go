@@ -162,8 +162,12 @@ func click(t *testing.T, ctx context.Context, sel string) {
 	t.Helper()
 	var err error
 	for range 5 {
+		// Centre the element first: scrolled to the window's edge, the
+		// page's sticky header may cover it and take the click.
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel)))
+		err = chromedp.Do(cctx, chromedp.WaitVisible(chromedp.CSS(sel)),
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q)?.scrollIntoView({block: "center"})`, sel)),
+			chromedp.Click(chromedp.CSS(sel)))
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
 			break

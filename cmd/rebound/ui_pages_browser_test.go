@@ -138,3 +138,98 @@ func TestUIBrowserListsPage(t *testing.T) {
 		t.Logf("%d jobs: GET %s: mean %s, worst %s", n+123, what, (total / tries).Round(10*time.Microsecond), worst.Round(10*time.Microsecond))
 	}
 }
+
+// Find, on a queue of 100,000 waiting jobs: by ID prefix among the
+// failed jobs (searched to the end), by name among the waiting ones (three
+// at the very end: each request reads a bounded number of jobs and says it
+// stopped short, and Continue goes on until they are found), and by a time
+// range that no job is in. The server's answer to one find request at
+// this size is timed (logged, not asserted).
+func TestUIBrowserFind(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	q, err := native.NewQueue(rdb, "bulk", native.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 100_000
+	bulkQueue(t, q, n, 120, 0)
+	for i := range 3 {
+		if _, err := q.Enqueue(context.Background(), nil, native.WithID(fmt.Sprintf("rare-%d", i)), native.WithName("rare.job")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tab := newTab(t, 1280, 1000)
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "bulk", "-prefix", prefix, "-refresh", "250ms")
+	do(t, tab, chromedp.Navigate(page+"#queues"))
+	panel := `document.querySelector('[data-panel="find"]')`
+	waitFor(t, tab, "the find form", `!!`+panel)
+	status := func() string { return eval[string](t, tab, panel+`.querySelector(".find-status").textContent`) }
+	found := func() []string {
+		return eval[[]string](t, tab, `[...`+panel+`.querySelectorAll("li[data-job]")].map(li => li.dataset.job)`)
+	}
+	set := func(name, value string) {
+		eval[chromedp.Void](t, tab, fmt.Sprintf(`(() => { const e = %s.querySelector('[name=%q]'); e.value = %q; })()`, panel, name, value))
+	}
+	submit := func() {
+		eval[chromedp.Void](t, tab, panel+`.querySelector(".find-status").textContent = ""`)
+		click(t, tab, `[data-panel="find"] button[type="submit"]`)
+		waitFor(t, tab, "the search's answer", panel+`.querySelector(".find-status").textContent !== ""`)
+	}
+
+	// By ID prefix, among the failed jobs.
+	set("state", "failed")
+	set("id", "f001")
+	submit()
+	if got := found(); len(got) != 10 || !strings.Contains(status(), "searched to the end") {
+		t.Errorf("failed jobs with IDs f001*: found %v, %q; want f0010..f0019, to the end", got, status())
+	}
+
+	// By name, among the waiting jobs: the matches are past many requests'
+	// worth of jobs.
+	set("id", "")
+	set("state", "waiting")
+	set("name", "rare")
+	submit()
+	if s := status(); !strings.Contains(s, "stopped short") || len(found()) != 0 {
+		t.Fatalf("the first request over 100,003 waiting jobs: %q, found %v; want it stopped short, nothing yet", s, found())
+	}
+	requests := 1
+	for ; requests < 80 && eval[bool](t, tab, `!`+panel+`.querySelector('[data-find="more"]').hidden`); requests++ {
+		before := status()
+		click(t, tab, `[data-panel="find"] [data-find="more"]`)
+		waitFor(t, tab, "the next request's answer", panel+`.querySelector(".find-status").textContent !== `+fmt.Sprintf("%q", before))
+	}
+	if got := found(); strings.Join(got, " ") != "rare-0 rare-1 rare-2" || !strings.Contains(status(), "searched to the end") {
+		t.Errorf("after %d requests: found %v, %q; want the three rare jobs, to the end", requests, got, status())
+	}
+	t.Logf("found the 3 rare jobs among %d waiting jobs in %d requests: %s", n+3, requests, status())
+
+	// A time range no job is in: the failed list, latest first, stops at
+	// once.
+	set("name", "")
+	set("state", "failed")
+	eval[chromedp.Void](t, tab, panel+`.querySelector('[name="from"]').value = (d => new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19))(new Date(Date.now() + 3600e3))`)
+	submit()
+	if s := status(); len(found()) != 0 || !strings.Contains(s, "0 found, 1 of 120 jobs read") {
+		t.Errorf("failed jobs from an hour on: found %v, %q; want none after reading one", found(), s)
+	}
+
+	// One find request at this size, reading the most jobs a request
+	// reads.
+	key := base64.RawURLEncoding.EncodeToString([]byte("bulk"))
+	target := page + "api/find?" + url.Values{"queueKey": {key}, "state": {"waiting"}, "name": {"no such name"}}.Encode()
+	var worst, total time.Duration
+	const tries = 5
+	for range tries {
+		s := time.Now()
+		res, err := http.Get(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		d := time.Since(s)
+		total, worst = total+d, max(worst, d)
+	}
+	t.Logf("%d jobs: GET api/find (waiting, by name, reading 2000 jobs): mean %s, worst %s", n+123, (total / tries).Round(10*time.Microsecond), worst.Round(10*time.Microsecond))
+}

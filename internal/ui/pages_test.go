@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rebound-go/rebound/adapters/native"
 )
@@ -81,6 +82,68 @@ func TestJobsPages(t *testing.T) {
 	} {
 		if res := get(s, target); res.StatusCode != code {
 			t.Errorf("GET %s = %d, want %d", target, res.StatusCode, code)
+		}
+	}
+}
+
+// /api/find reads at most findScan jobs a request, says when it stopped
+// short and gives the cursor to go on from; matches by ID prefix, name,
+// error and time range; the answer's matches are cut at the limit with a
+// cursor that resumes after the last one.
+func TestFindIsBounded(t *testing.T) {
+	scan, pg := findScan, findPage
+	t.Cleanup(func() { findScan, findPage = scan, pg })
+	findScan, findPage = 4, 3
+	fq := newFakeQueue("emails")
+	for i := range 10 {
+		id := fmt.Sprintf("j%02d", i)
+		name := "plain"
+		if i%3 == 0 {
+			name = "special"
+		}
+		fq.jobs[id] = native.StoredJob{ID: id, Name: name, State: native.StateWaiting, CreatedAt: time.UnixMilli(int64(1000 * i))}
+	}
+	s := newServer(t, Config{Queues: []Queue{pagedQueue{fq}}})
+	type answer struct {
+		Jobs    []jobJSON
+		Scanned int
+		Next    string
+		Cut     bool
+	}
+	all := func(query string) (ids []string, requests int) {
+		cursor := ""
+		for requests < 20 {
+			requests++
+			a := decode[answer](t, get(s, "/api/find?queue=emails&state=waiting&"+query+"&cursor="+cursor))
+			if a.Scanned > findScan {
+				t.Errorf("%s: one request read %d jobs, want at most %d", query, a.Scanned, findScan)
+			}
+			for _, j := range a.Jobs {
+				ids = append(ids, j.ID)
+			}
+			if !a.Cut {
+				return ids, requests
+			}
+			cursor = a.Next
+		}
+		t.Fatalf("%s: no end after %d requests", query, requests)
+		return nil, 0
+	}
+	if ids, n := all("name=special"); strings.Join(ids, " ") != "j00 j03 j06 j09" || n != 3 {
+		t.Errorf("name=special: %v in %d requests, want j00 j03 j06 j09 in 3", ids, n)
+	}
+	if ids, _ := all("name=special&limit=1"); strings.Join(ids, " ") != "j00 j03 j06 j09" {
+		t.Errorf("name=special, one a request: %v", ids)
+	}
+	if ids, _ := all("id=j0"); len(ids) != 10 {
+		t.Errorf("id=j0: %v, want all ten", ids)
+	}
+	if ids, n := all("from=2000&to=4000"); strings.Join(ids, " ") != "j02 j03 j04" || n != 2 {
+		t.Errorf("from 2s to 4s: %v in %d requests, want j02..j04, stopping past the range", ids, n)
+	}
+	for _, bad := range []string{"state=bogus", "state=waiting&from=x", "state=waiting&from=5&to=1", "state=waiting&limit=0"} {
+		if res := get(s, "/api/find?queue=emails&"+bad); res.StatusCode != http.StatusBadRequest {
+			t.Errorf("find %s = %d, want 400", bad, res.StatusCode)
 		}
 	}
 }

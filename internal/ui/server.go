@@ -173,6 +173,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/queues/events", s.events)
 	mux.HandleFunc("GET /api/job", s.job)
 	mux.HandleFunc("GET /api/jobs", s.jobs)
+	mux.HandleFunc("GET /api/find", s.find)
 	mux.HandleFunc("POST /api/action", s.action)
 
 	cop := http.NewCrossOriginProtection()

@@ -979,6 +979,59 @@
       };
       refreshLists = () => Promise.all(order.map((st) => fill(listOf[st])));
       refreshState = (st) => fill(listOf[st]);
+
+      // Find: one state's jobs by ID prefix, name, error text and time
+      // range. The server reads at most a few thousand jobs a request and
+      // says when it stopped short; Continue goes on from there.
+      if (paged) {
+        const stateSel = h("select", { "aria-label": "State to search", name: "state" },
+          order.map((st) => h("option", { value: st, text: st === "active" ? "running" : st, selected: st === "failed" })));
+        const field = (name, label, attrs = {}) => h("label", { class: "find-field" }, h("span", { text: label }),
+          h("input", { type: "text", name, spellcheck: "false", ...attrs }));
+        const idF = field("id", "ID starts with");
+        const nameF = field("name", "name has");
+        const errF = field("error", "error has");
+        const fromF = field("from", "from", { type: "datetime-local", step: "1" });
+        const toF = field("to", "to", { type: "datetime-local", step: "1" });
+        const findBtn = h("button", { type: "submit", text: "Find" });
+        const more = h("button", { type: "button", class: "small", "data-find": "more", text: "Continue", hidden: true });
+        const status = h("p", { class: "find-status", role: "status" });
+        const found = h("ul", { class: "joblist", "data-list": "found", tabindex: "-1", "aria-label": `Found jobs of ${queue.text}` });
+        const form = h("form", { class: "find", role: "search", "aria-label": `Find jobs in ${queue.text}` },
+          h("label", { class: "find-field" }, h("span", { text: "state" }), stateSel), idF, nameF, errF, fromF, toF, findBtn);
+        let search = null;
+        const val = (f) => f.querySelector("input").value;
+        const run = async (cont) => {
+          if (!cont) {
+            const q = { queueKey: queue.key, state: stateSel.value, idKey: keyOf(unescaped(val(idF))), name: val(nameF), error: val(errF) };
+            for (const [k, f] of [["from", fromF], ["to", toF]]) if (val(f)) q[k] = String(new Date(val(f)).getTime());
+            search = { q, cursor: "", seen: 0, matches: 0 };
+            found.replaceChildren();
+          }
+          const q = new URLSearchParams({ ...search.q, cursor: search.cursor });
+          const res = await fetch("/api/find?" + q);
+          const body = await res.json().catch(() => ({}));
+          if (!res.ok) { status.textContent = body.error || `the server answered ${res.status}`; more.hidden = true; return; }
+          search.seen += body.scanned;
+          search.matches += body.jobs.length;
+          search.cursor = body.next;
+          const mark = focusMark(found);
+          if (body.jobs.length) found.querySelector("li.empty")?.remove();
+          for (const j of body.jobs) found.append(jobRow(found, search.q.state, j));
+          if (!found.children.length) found.append(h("li", { class: "empty", text: "no job matches" }));
+          const of = body.total >= 0 ? ` of ${body.total.toLocaleString()}` : "";
+          status.textContent = body.cut ?
+            `${search.matches.toLocaleString()} found so far, ${search.seen.toLocaleString()}${of} jobs read: the search stopped short (each request reads a bounded number). Continue goes on.` :
+            `${search.matches.toLocaleString()} found, ${search.seen.toLocaleString()}${of} jobs read: searched to the end.`;
+          status.dataset.cut = String(!!body.cut);
+          more.hidden = !body.cut;
+          restoreFocus(mark);
+        };
+        form.addEventListener("submit", (e) => { e.preventDefault(); run(false); });
+        more.addEventListener("click", () => run(true));
+        lists.append(h("div", { class: "list-panel find-panel", "data-panel": "find" },
+          h("h4", { text: "Find" }), form, status, found, h("div", { class: "pager" }, more)));
+      }
     }
 
     const card = h("div", { class: "card queue", "data-queue": queue.name }, head, counts, mixBar, err, lists, lookupForm, result);
