@@ -147,3 +147,27 @@ func TestFindIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// An action names its queue and job by their exact bytes (queueKey,
+// idKey, base64url), so names that are not UTF-8 reach the queue whole;
+// a key that is not base64url is refused.
+func TestActionByKey(t *testing.T) {
+	const name, id = "q-\xff", "job-\xfe\r\n"
+	fq := newFakeQueue(name)
+	fq.jobs[id] = native.StoredJob{ID: id, State: native.StateFailed}
+	s := newServer(t, Config{Queues: []Queue{fq}})
+	body := fmt.Sprintf(`{"queueKey": %q, "action": "retry", "idKey": %q}`, textKey(name), textKey(id))
+	if res := post(s, body, nil); res.StatusCode != http.StatusOK {
+		t.Fatalf("retry by key = %d, want 200", res.StatusCode)
+	}
+	if got := fq.calls(); !slices.Equal(got, []string{"retry " + id}) {
+		t.Errorf("queue saw %q, want a retry of %q", got, id)
+	}
+	if res := post(s, `{"queueKey": "!!", "action": "pause"}`, nil); res.StatusCode != http.StatusBadRequest {
+		t.Errorf("a bad key = %d, want 400", res.StatusCode)
+	}
+	j := decode[jobJSON](t, get(s, "/api/job?queueKey="+textKey(name)+"&idKey="+textKey("nope")+"&idKey="+textKey(id)))
+	if j.Key != textKey(id) || j.IDText != `job-\xfe\x0d\x0a` {
+		t.Errorf("lookup by keys: key %q, text %q", j.Key, j.IDText)
+	}
+}
