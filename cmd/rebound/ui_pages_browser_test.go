@@ -185,6 +185,15 @@ func TestUIBrowserFind(t *testing.T) {
 		t.Errorf("failed jobs with IDs f001*: found %v, %q; want f0010..f0019, to the end", got, status())
 	}
 
+	// A found job acted on leaves the results.
+	click(t, tab, `[data-panel="find"] li[data-job="f0015"] button[data-action="retry"]`)
+	waitFor(t, tab, "the confirmation", `document.querySelector("#confirm").open`)
+	click(t, tab, `#confirm-ok`)
+	waitFor(t, tab, "f0015 to leave the results", `!`+panel+`.querySelector('li[data-job="f0015"]')`)
+	if j, err := q.Job(context.Background(), "f0015"); err != nil || j.State != native.StateWaiting {
+		t.Errorf("f0015 after its retry from the results: %v, %v; want waiting", j.State, err)
+	}
+
 	// By name, among the waiting jobs: the matches are past many requests'
 	// worth of jobs.
 	set("id", "")
@@ -203,7 +212,7 @@ func TestUIBrowserFind(t *testing.T) {
 	if got := found(); strings.Join(got, " ") != "rare-0 rare-1 rare-2" || !strings.Contains(status(), "searched to the end") {
 		t.Errorf("after %d requests: found %v, %q; want the three rare jobs, to the end", requests, got, status())
 	}
-	t.Logf("found the 3 rare jobs among %d waiting jobs in %d requests: %s", n+3, requests, status())
+	t.Logf("found the 3 rare jobs among %d waiting jobs in %d requests: %s", n+4, requests, status())
 
 	// A time range no job is in: the failed list, latest first, stops at
 	// once.
@@ -211,7 +220,7 @@ func TestUIBrowserFind(t *testing.T) {
 	set("state", "failed")
 	eval[chromedp.Void](t, tab, panel+`.querySelector('[name="from"]').value = (d => new Date(d - d.getTimezoneOffset() * 60000).toISOString().slice(0, 19))(new Date(Date.now() + 3600e3))`)
 	submit()
-	if s := status(); len(found()) != 0 || !strings.Contains(s, "0 found, 1 of 120 jobs read") {
+	if s := status(); len(found()) != 0 || !strings.Contains(s, "0 found, 1 of 119 jobs read") {
 		t.Errorf("failed jobs from an hour on: found %v, %q; want none after reading one", found(), s)
 	}
 

@@ -950,7 +950,7 @@
       };
       // jobRow returns job j's row of ul, its text brought up to date, or
       // a new one.
-      const jobRow = (ul, st, j) => {
+      const jobRow = (ul, st, j, after = refreshLists) => {
         const idText = j.idText + (j.name ? ` · ${j.name}` : "");
         const tries = j.attempts ? ` · ${j.attempts} attempt${j.attempts === 1 ? "" : "s"} so far` : "";
         const meta = {
@@ -960,7 +960,7 @@
           active: () => `attempt ${j.attempts + 1} · lease until ${j.leaseDeadline ? clock(j.leaseDeadline) : "–"}`,
           completed: () => `finished ${j.finishedAt ? ago(j.finishedAt) : "–"}${tries}`,
         }[st]();
-        const actions = actionButtons(queue, j, refreshLists);
+        const actions = actionButtons(queue, j, () => after(j));
         const names = actions.map((b) => b.dataset.action).join(" ");
         let li = [...ul.children].find((el) => el.dataset.key === j.key);
         if (!li) {
@@ -1017,7 +1017,13 @@
           search.cursor = body.next;
           const mark = focusMark(found);
           if (body.jobs.length) found.querySelector("li.empty")?.remove();
-          for (const j of body.jobs) found.append(jobRow(found, search.q.state, j));
+          // A found job acted on leaves the results: it is no longer
+          // where the search found it.
+          const acted = async (j) => {
+            await refreshLists();
+            [...found.children].find((li) => li.dataset.key === j.key)?.remove();
+          };
+          for (const j of body.jobs) found.append(jobRow(found, search.q.state, j, acted));
           if (!found.children.length) found.append(h("li", { class: "empty", text: "no job matches" }));
           const of = body.total >= 0 ? ` of ${body.total.toLocaleString()}` : "";
           status.textContent = body.cut ?
