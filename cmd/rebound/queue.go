@@ -48,7 +48,11 @@ Commands:
   resume QUEUE    workers take jobs again
 
 A Redis URL with addr= parameters (redis://h1:7000?addr=h2:7000) is read as
-a Redis Cluster. "rebound queue COMMAND -h" documents a command's flags.
+a Redis Cluster; without -redis the URL is read from $REBOUND_REDIS_URL, so
+that its password need not sit in argv. Job text a terminal would act on
+(escape sequences, control and bidi characters, bytes that are not UTF-8)
+prints as escapes; -json prints it exactly. "rebound queue COMMAND -h"
+documents a command's flags.
 Exit status: 0 done, 1 Redis failed, 2 bad input: a flag or argument, an
 unknown job, or a job not in a state the action applies to (nothing
 changed).

@@ -38,10 +38,14 @@ POLICY, if given, is the policy the page opens with.
 With -redis and -queue, the page also shows each native queue: its jobs by
 state, refreshed live, its delayed jobs as a timeline of upcoming runs
 (retries waiting their backoff, soonest first), the jobs that failed last
-with their errors, and a lookup by job ID; and it offers the queue's
+with their errors, every list a page at a time with its total, a lookup by
+job ID, and Find (by ID prefix, name, error text and time range, a bounded
+number of jobs read per request); and it offers the queue's
 operator actions (retry a failed job, run a delayed job now, delete a job,
 pause and resume the queue), each behind a confirmation. A Redis URL with
-addr= parameters (redis://h1:7000?addr=h2:7000) is read as a Redis Cluster.
+addr= parameters (redis://h1:7000?addr=h2:7000) is read as a Redis Cluster;
+with -queue and no -redis, the URL is read from $REBOUND_REDIS_URL, so that
+its password need not sit in argv. No message prints a URL's password.
 
 The page loads nothing from the network. It listens on loopback only and
 answers only requests addressed to loopback, so other machines and other
