@@ -164,6 +164,9 @@ func TestUIBrowserFind(t *testing.T) {
 	do(t, tab, chromedp.Navigate(page+"#queues"))
 	panel := `document.querySelector('[data-panel="find"]')`
 	waitFor(t, tab, "the find form", `!!`+panel)
+	if shown := eval[bool](t, tab, panel+`.querySelector('[data-find="more"]').getClientRects().length > 0`); shown {
+		t.Error("Continue shows before any search")
+	}
 	status := func() string { return eval[string](t, tab, panel+`.querySelector(".find-status").textContent`) }
 	found := func() []string {
 		return eval[[]string](t, tab, `[...`+panel+`.querySelectorAll("li[data-job]")].map(li => li.dataset.job)`)
