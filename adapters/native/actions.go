@@ -44,6 +44,13 @@ func (q *Queue) Retry(ctx context.Context, id string, o RetryOptions) error {
 // '*' matches any run of bytes, '?' one byte, and '\' makes the next byte
 // literal ("email.*", "*connection refused*"). An empty field matches
 // every job; with both set, a job must match both.
+//
+// Matching reads each job's text once, whatever the pattern (no
+// backtracking search, no search whose cost is the text's length times
+// the pattern's), so that no pattern can hold Redis. For that a glob is
+// at most [MaxGlobBytes] long, and a part of it between stars that holds
+// a '?' at most [MaxGlobWildPart] bytes: such a part is matched a byte at
+// a time at each place it could start.
 type FailedFilter struct {
 	// Name is matched against the job's name.
 	Name string
@@ -51,28 +58,46 @@ type FailedFilter struct {
 	Error string
 }
 
-// retryStep is the most failed jobs one step of RetryFailed reads, and
-// retryStepBytes about the most bytes of their records: a step's script
-// holds Redis for a millisecond or so, whatever the jobs' sizes. (Tests
-// shrink them.)
+// The limits of a FailedFilter's globs.
+const (
+	// MaxGlobBytes is the longest glob a FailedFilter takes.
+	MaxGlobBytes = 16 << 10
+	// MaxGlobWildPart is the longest part between stars of a glob that
+	// holds a '?'.
+	MaxGlobWildPart = 32
+)
+
+// retryStep is the most failed jobs one step of RetryFailed reads,
+// retryStepBytes about the most bytes of their records and retryStepWork
+// about the most steps its matching takes (each job's name and error
+// times the cost per byte of their patterns: 1 for a glob of stars alone,
+// 20 for a long literal part or one with a '?', a short literal part's
+// length): a step's script
+// holds Redis for a few milliseconds at most, whatever the jobs' sizes
+// and the patterns. retryKMPFrom is the length from which a literal part
+// of a glob is searched by KMP rather than by Redis's naive string.find.
+// (Tests shrink them.)
 var (
 	retryStep      = 1000
 	retryStepBytes = 4 << 20
+	retryStepWork  = 1 << 19
+	retryKMPFrom   = 20
 )
 
 // RetryFailed sends every failed job that f matches back to run, the
 // oldest failure first, as [Queue.Retry] sends one, and returns how many
 // it sent. It works in steps of one script each, reading at most 1000
-// jobs (and about 4 MiB of records) per step, so it never holds Redis for
-// long; each step is atomic, the whole is not: jobs that fail after the
+// jobs, about 4 MiB of records and about 512 Ki steps of matching (each
+// job's name and error times their patterns' cost per byte) per step, so
+// it never holds Redis for long; each step is atomic, the whole is not: jobs that fail after the
 // first step are left alone, and a failed job that another operator
 // retries or deletes meanwhile is simply not counted. When ctx ends
 // between steps, RetryFailed returns what it sent so far with ctx's
 // error.
 func (q *Queue) RetryFailed(ctx context.Context, f FailedFilter, o RetryOptions) (int, error) {
 	for _, p := range []struct{ field, glob string }{{"Name", f.Name}, {"Error", f.Error}} {
-		if strings.IndexByte(p.glob, 0) >= 0 {
-			return 0, fmt.Errorf("native: RetryFailed: FailedFilter.%s %q holds a NUL byte, want a glob without one", p.field, p.glob)
+		if err := checkGlob(p.glob); err != nil {
+			return 0, fmt.Errorf("native: RetryFailed: FailedFilter.%s: %w", p.field, err)
 		}
 	}
 	k := q.keys
@@ -84,7 +109,7 @@ func (q *Queue) RetryFailed(ctx context.Context, f FailedFilter, o RetryOptions)
 			return moved, err
 		}
 		res, err := scriptRetryFailed.Run(ctx, q.rdb, keys, boolArg(o.ResetAttempts), f.Name, f.Error,
-			until, score, id, retryStep, retryStepBytes).Slice()
+			until, score, id, retryStep, retryStepBytes, retryStepWork, retryKMPFrom).Slice()
 		if err != nil {
 			return moved, fmt.Errorf("native: retry failed jobs of queue %q (%d sent back so far): %w", q.name, moved, err)
 		}
@@ -95,6 +120,39 @@ func (q *Queue) RetryFailed(ctx context.Context, f FailedFilter, o RetryOptions)
 		}
 		score, id = replyString(res[3]), replyString(res[4])
 	}
+}
+
+// checkGlob reports what makes p a glob FailedFilter does not take: a
+// NUL byte, a length over MaxGlobBytes, or a part between stars that
+// holds a '?' and is longer than MaxGlobWildPart.
+func checkGlob(p string) error {
+	short := p
+	if len(short) > 64 {
+		short = short[:60] + "..."
+	}
+	switch {
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("glob %q holds a NUL byte, want a glob without one", short)
+	case len(p) > MaxGlobBytes:
+		return fmt.Errorf("glob %q is %d bytes long, want at most %d", short, len(p), MaxGlobBytes)
+	}
+	n, wild := 0, false
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || p[i] == '*' {
+			if wild && n > MaxGlobWildPart {
+				return fmt.Errorf("glob %q has a part of %d bytes between stars that holds a '?', want at most %d (split it with a '*', or match the bytes literally)", short, n, MaxGlobWildPart)
+			}
+			n, wild = 0, false
+			continue
+		}
+		if p[i] == '?' {
+			wild = true
+		} else if p[i] == '\\' && i+1 < len(p) {
+			i++
+		}
+		n++
+	}
+	return nil
 }
 
 // Delete removes the job id and its record: a waiting, delayed, completed

@@ -135,8 +135,9 @@
 // a job in another state (one that moved meanwhile included) a
 // [*StateError] matching [ErrWrongState] and naming the state found;
 // either way nothing changed. RetryFailed, which may touch every failed
-// job, works in bounded steps of one script each (at most 1000 jobs and
-// about 4 MiB of records a step), so it never holds Redis for long.
+// job, works in bounded steps of one script each (at most 1000 jobs,
+// about 4 MiB of records and a bounded amount of glob matching a step,
+// matching that reads each text once), so it never holds Redis for long.
 //
 // List pages by cursor: each page goes on after the position of the last
 // job of the page before, so pages stay correct while workers move jobs

@@ -47,9 +47,9 @@ type breakerOptions struct {
 func breakerFlags() (*flag.FlagSet, *breakerOptions) {
 	fs := newFlagSet("breaker")
 	o := new(breakerOptions)
-	fs.StringVar(&o.redis, "redis", "", "read the breakers from the Redis at `URL`, such as redis://localhost:6379/0")
+	fs.StringVar(&o.redis, "redis", "", "read the breakers from the Redis at `URL`, such as redis://localhost:6379/0 (default $"+envRedisURL+")")
 	fs.StringVar(&o.prefix, "prefix", redisstore.DefaultPrefix, "the Redis store's key `prefix`")
-	fs.StringVar(&o.postgres, "postgres", "", "read the breakers from the PostgreSQL at `URL`, such as postgres://localhost/app")
+	fs.StringVar(&o.postgres, "postgres", "", "read the breakers from the PostgreSQL at `URL`, such as postgres://localhost/app (default $"+envPostgresURL+")")
 	fs.StringVar(&o.schema, "schema", "", "the PostgreSQL `schema` of the breaker table (default: the search path)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "give up after this long")
 	return fs, o
@@ -67,10 +67,21 @@ func runBreaker(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, fs, "%v", err)
 	case len(pos) > 0:
 		return usageError(stderr, fs, "got arguments %q, want only flags", pos)
-	case (o.redis == "") == (o.postgres == ""):
-		return usageError(stderr, fs, "want exactly one of -redis URL and -postgres URL")
+	case o.redis != "" && o.postgres != "":
+		return usageError(stderr, fs, "want exactly one of -redis URL and -postgres URL, not both")
 	case o.timeout <= 0:
 		return usageError(stderr, fs, "-timeout %s is not positive", o.timeout)
+	}
+	redisURL, pgURL := connFrom("-redis", o.redis, envRedisURL), connFrom("-postgres", o.postgres, envPostgresURL)
+	switch {
+	case o.redis != "":
+		pgURL = connURL{}
+	case o.postgres != "":
+		redisURL = connURL{}
+	case redisURL.raw == "" && pgURL.raw == "":
+		return usageError(stderr, fs, "want one of -redis URL and -postgres URL (or $%s, $%s)", envRedisURL, envPostgresURL)
+	case redisURL.raw != "" && pgURL.raw != "":
+		return usageError(stderr, fs, "both $%s and $%s are set: say which store to read with -redis or -postgres", envRedisURL, envPostgresURL)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -78,32 +89,32 @@ func runBreaker(args []string, stdout, stderr io.Writer) int {
 		list  []breaker.Status
 		where string
 	)
-	if o.redis != "" {
-		rdb, err := redisClient(o.redis)
+	if redisURL.raw != "" {
+		rdb, err := redisClient(redisURL.raw)
 		if err != nil {
-			return usageError(stderr, fs, "-redis: %v", err)
+			return usageError(stderr, fs, "%s: %s", redisURL, redisURL.describe(err))
 		}
 		defer rdb.Close()
 		list, err = redisstore.New(rdb, breaker.Rules{}, redisstore.Options{Prefix: o.prefix}).List(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "rebound breaker: %v\n", err)
+			fmt.Fprintf(stderr, "rebound breaker: %s\n", redisURL.describe(err))
 			return exitFail
 		}
 		where = "redis, prefix " + strconv.Quote(o.prefix)
 	} else {
-		cfg, err := pgxpool.ParseConfig(o.postgres)
+		cfg, err := pgxpool.ParseConfig(pgURL.raw)
 		if err != nil {
-			return usageError(stderr, fs, "-postgres: %v", err)
+			return usageError(stderr, fs, "%s: %s", pgURL, pgURL.describe(err))
 		}
 		pool, err := pgxpool.NewWithConfig(ctx, cfg)
 		if err != nil {
-			fmt.Fprintf(stderr, "rebound breaker: %v\n", err)
+			fmt.Fprintf(stderr, "rebound breaker: %s\n", pgURL.describe(err))
 			return exitFail
 		}
 		defer pool.Close()
 		list, err = pgstore.New(pool, breaker.Rules{}, pgstore.Options{Schema: o.schema}).List(ctx)
 		if err != nil {
-			fmt.Fprintf(stderr, "rebound breaker: %v\n", err)
+			fmt.Fprintf(stderr, "rebound breaker: %s\n", pgURL.describe(err))
 			return exitFail
 		}
 		where = "postgres"

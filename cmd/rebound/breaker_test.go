@@ -120,14 +120,16 @@ func TestBreakerPostgres(t *testing.T) {
 }
 
 func TestBreakerUsage(t *testing.T) {
+	t.Setenv(envRedisURL, "")
+	t.Setenv(envPostgresURL, "")
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
-		{[]string{"breaker"}, exitUsage, "want exactly one of -redis URL and -postgres URL"},
+		{[]string{"breaker"}, exitUsage, "want one of -redis URL and -postgres URL"},
 		{[]string{"breaker", "-redis", "redis://x", "-postgres", "postgres://y"}, exitUsage, "want exactly one of -redis URL and -postgres URL"},
-		{[]string{"breaker", "-redis", "http://x"}, exitUsage, "-redis: "},
+		{[]string{"breaker", "-redis", "http://x"}, exitUsage, `-redis "http://x": `},
 		{[]string{"breaker", "-redis", "redis://x", "extra"}, exitUsage, `got arguments ["extra"], want only flags`},
 		{[]string{"breaker", "-redis", "redis://127.0.0.1:1", "-timeout", "2s"}, exitFail, "rebound breaker: redisstore: list"},
 	} {

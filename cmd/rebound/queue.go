@@ -48,7 +48,11 @@ Commands:
   resume QUEUE    workers take jobs again
 
 A Redis URL with addr= parameters (redis://h1:7000?addr=h2:7000) is read as
-a Redis Cluster. "rebound queue COMMAND -h" documents a command's flags.
+a Redis Cluster; without -redis the URL is read from $REBOUND_REDIS_URL, so
+that its password need not sit in argv. Job text a terminal would act on
+(escape sequences, control and bidi characters, bytes that are not UTF-8)
+prints as escapes; -json prints it exactly. "rebound queue COMMAND -h"
+documents a command's flags.
 Exit status: 0 done, 1 Redis failed, 2 bad input: a flag or argument, an
 unknown job, or a job not in a state the action applies to (nothing
 changed).
@@ -63,7 +67,7 @@ type queueFlags struct {
 }
 
 func (o *queueFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.redis, "redis", "", "the Redis at `URL` the queue lives on, such as redis://localhost:6379/0")
+	fs.StringVar(&o.redis, "redis", "", "the Redis at `URL` the queue lives on, such as redis://localhost:6379/0 (default $"+envRedisURL+")")
 	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "the queue's key `prefix`")
 	fs.BoolVar(&o.json, "json", false, "print JSON instead of a table, for scripts")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "give up after this long")
@@ -113,7 +117,10 @@ both: a job must match both). In a glob * matches any run of bytes, ? one
 byte, and \ makes the next byte literal; the whole text must match, so
 -error '*connection refused*' finds the words anywhere. A job keeps the
 attempts it used (one more run) unless -reset gives it its full MaxAttempts
-again. Many jobs move in bounded steps, so Redis is never held for long.`},
+again. Many jobs move in bounded steps, each bounded by the jobs, the
+bytes and the matching it does, so Redis is never held for long: matching
+reads each text once, whatever the glob (at most 16 KiB; a part between
+stars that holds a ? at most 32 bytes).`},
 		{name: "run", args: "QUEUE ID", nargs: 1, run: (*queueCall).runNow, doc: `
 run makes a delayed job (a retry waiting its backoff, or a job enqueued
 with a delay) due now: workers take it before the wait list.`},
@@ -195,13 +202,14 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		return usageError(stderr, fs, "%v", err)
 	}
 	want := 1 + c.nargs
+	redisURL := connFrom("-redis", o.redis, envRedisURL)
 	switch {
 	case len(pos) == 0:
 		return usageError(stderr, fs, "missing QUEUE, the name of the native queue; want %s %s", c.name, c.args)
 	case len(pos) > want || (len(pos) < want && !c.optionalID):
 		return usageError(stderr, fs, "got %d arguments %q, want %s %s", len(pos), pos, c.name, c.args)
-	case o.redis == "":
-		return usageError(stderr, fs, "missing -redis URL, the Redis the queue lives on")
+	case redisURL.raw == "":
+		return usageError(stderr, fs, "missing -redis URL (or $%s), the Redis the queue lives on", envRedisURL)
 	case o.timeout <= 0:
 		return usageError(stderr, fs, "-timeout %s is not positive", o.timeout)
 	}
@@ -211,9 +219,9 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 	if msg := call.check(c.name); msg != "" {
 		return usageError(stderr, fs, "%s", msg)
 	}
-	rdb, err := redisClient(o.redis)
+	rdb, err := redisClient(redisURL.raw)
 	if err != nil {
-		return usageError(stderr, fs, "-redis %q: %v; want a URL such as redis://127.0.0.1:6379/0", o.redis, err)
+		return usageError(stderr, fs, "%s: %s; want a URL such as redis://127.0.0.1:6379/0", redisURL, redisURL.describe(err))
 	}
 	defer rdb.Close()
 	q, err := native.NewQueue(rdb, pos[0], native.WithPrefix(o.prefix))
@@ -223,7 +231,7 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		fmt.Fprintf(stderr, "%s: Redis at %s does not answer: %v\n", fs.Name(), redisAddrs(rdb), err)
+		fmt.Fprintf(stderr, "%s: Redis at %s does not answer: %s\n", fs.Name(), redisAddrs(rdb), redisURL.describe(err))
 		return exitFail
 	}
 	call.ctx, call.q, call.rdb = ctx, q, rdb
@@ -360,9 +368,9 @@ func (c *queueCall) show() error {
 	now := c.now()
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
-	row("job", j.ID)
-	row("queue", c.q.Name())
-	row("name", orDash(j.Name))
+	row("job", termText(j.ID, false))
+	row("queue", termText(c.q.Name(), false))
+	row("name", termText(orDash(j.Name), false))
 	st := j.State.String()
 	if j.Cancelled {
 		st += " (cancelled by an operator)"
@@ -370,7 +378,7 @@ func (c *queueCall) show() error {
 	row("state", st)
 	row("attempts", attempts(j))
 	if j.LastError != "" {
-		row("last error", firstLine(j.LastError))
+		row("last error", termText(firstLine(j.LastError), false))
 	}
 	row("enqueued", absTime(j.CreatedAt, now))
 	if !j.NextFireAt.IsZero() {
@@ -392,7 +400,7 @@ func (c *queueCall) show() error {
 		return err
 	}
 	if strings.Contains(j.LastError, "\n") {
-		fmt.Fprintf(c.stdout, "\nlast error in full:\n%s\n", j.LastError)
+		fmt.Fprintf(c.stdout, "\nlast error in full:\n%s\n", termText(j.LastError, true))
 	}
 	return nil
 }
@@ -445,7 +453,7 @@ func (c *queueCall) retry() error {
 		if c.o.json {
 			return c.out(actionOut{Queue: c.q.Name(), Action: "retry", ID: c.id, Moved: 1})
 		}
-		fmt.Fprintf(c.stdout, "job %s sent back to run, %s\n", c.id, strings.Replace(strings.Replace(kept, "their", "its", 1), " each", "", 1))
+		fmt.Fprintf(c.stdout, "job %s sent back to run, %s\n", termText(c.id, false), strings.Replace(strings.Replace(kept, "their", "its", 1), " each", "", 1))
 		return nil
 	}
 	f := native.FailedFilter{Name: c.name, Error: c.errPat}
@@ -480,7 +488,7 @@ func (c *queueCall) runNow() error {
 	if c.o.json {
 		return c.out(actionOut{Queue: c.q.Name(), Action: "run", ID: c.id, Was: "delayed"})
 	}
-	fmt.Fprintf(c.stdout, "job %s is due now\n", c.id)
+	fmt.Fprintf(c.stdout, "job %s is due now\n", termText(c.id, false))
 	return nil
 }
 
@@ -492,7 +500,7 @@ func (c *queueCall) remove() error {
 	if c.o.json {
 		return c.out(actionOut{Queue: c.q.Name(), Action: "rm", ID: c.id, Was: was.String()})
 	}
-	fmt.Fprintf(c.stdout, "job %s deleted (it was %s)\n", c.id, was)
+	fmt.Fprintf(c.stdout, "job %s deleted (it was %s)\n", termText(c.id, false), was)
 	return nil
 }
 
@@ -505,10 +513,10 @@ func (c *queueCall) cancel() error {
 		return c.out(actionOut{Queue: c.q.Name(), Action: "cancel", ID: c.id, Was: was.String()})
 	}
 	if was == native.StateActive {
-		fmt.Fprintf(c.stdout, "job %s cancelled: failed now; its worker cancels the running handler and drops its outcome\n", c.id)
+		fmt.Fprintf(c.stdout, "job %s cancelled: failed now; its worker cancels the running handler and drops its outcome\n", termText(c.id, false))
 		return nil
 	}
-	fmt.Fprintf(c.stdout, "job %s cancelled (it was %s): failed now, it will not run\n", c.id, was)
+	fmt.Fprintf(c.stdout, "job %s cancelled (it was %s): failed now, it will not run\n", termText(c.id, false), was)
 	return nil
 }
 
@@ -634,14 +642,14 @@ func payloadText(p []byte) string {
 	return strconv.Quote(string(p))
 }
 
-// cell makes s one table cell: its first line, at most n runes.
+// cell makes s one table cell: its first line, at most n runes of it,
+// with what a terminal would act on escaped (termText).
 func cell(s string, n int) string {
 	s = firstLine(s)
-	if utf8.RuneCountInString(s) <= n {
-		return s
+	if utf8.RuneCountInString(s) > n {
+		s = string([]rune(s)[:n-1]) + "…"
 	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
+	return termText(s, false)
 }
 
 func firstLine(s string) string {

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/backoff"
@@ -37,10 +38,14 @@ POLICY, if given, is the policy the page opens with.
 With -redis and -queue, the page also shows each native queue: its jobs by
 state, refreshed live, its delayed jobs as a timeline of upcoming runs
 (retries waiting their backoff, soonest first), the jobs that failed last
-with their errors, and a lookup by job ID; and it offers the queue's
+with their errors, every list a page at a time with its total, a lookup by
+job ID, and Find (by ID prefix, name, error text and time range, a bounded
+number of jobs read per request); and it offers the queue's
 operator actions (retry a failed job, run a delayed job now, delete a job,
 pause and resume the queue), each behind a confirmation. A Redis URL with
-addr= parameters (redis://h1:7000?addr=h2:7000) is read as a Redis Cluster.
+addr= parameters (redis://h1:7000?addr=h2:7000) is read as a Redis Cluster;
+with -queue and no -redis, the URL is read from $REBOUND_REDIS_URL, so that
+its password need not sit in argv. No message prints a URL's password.
 
 The page loads nothing from the network. It listens on loopback only and
 answers only requests addressed to loopback, so other machines and other
@@ -76,12 +81,12 @@ func uiFlags() (*flag.FlagSet, *uiOptions) {
 	fs := newFlagSet("ui")
 	o := new(uiOptions)
 	fs.StringVar(&o.addr, "addr", "127.0.0.1:0", "`ADDRESS` to listen on, host:port; port 0 picks a free one. A non-loopback host needs -remote")
-	fs.StringVar(&o.redis, "redis", "", "Redis `URL` of the native queues to show, e.g. redis://127.0.0.1:6379/0")
+	fs.StringVar(&o.redis, "redis", "", "Redis `URL` of the native queues to show, e.g. redis://127.0.0.1:6379/0 (default $"+envRedisURL+" when -queue is given)")
 	fs.Var(&o.queues, "queue", "`NAME` of a native queue to show (repeat for more); needs -redis")
 	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "key `PREFIX` of the native queues")
 	fs.BoolVar(&o.remote, "remote", false, "allow a non-loopback -addr; every request then needs the access token")
 	fs.StringVar(&o.token, "token", "", "access `TOKEN` for -remote, at least "+strconv.Itoa(ui.MinTokenLen)+" characters; empty generates one")
-	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts")
+	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts, at least "+ui.MinRefresh.String())
 	return fs, o
 }
 
@@ -114,32 +119,38 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 	default:
 		return usageError(stderr, fs, "got %d arguments %q, want at most one POLICY (quote it: 'exponential(100ms, 2s)')", len(pos), pos)
 	}
+	// $REBOUND_REDIS_URL stands in for -redis only with -queue: without a
+	// queue the page shows no Redis.
+	redisURL := connFrom("-redis", o.redis, envRedisURL)
+	if len(o.queues) == 0 {
+		redisURL = connURL{from: "-redis", raw: o.redis}
+	}
 	host, _, err := net.SplitHostPort(o.addr)
 	switch {
 	case err != nil:
 		return usageError(stderr, fs, "-addr %q is not host:port, want an address such as 127.0.0.1:8080", o.addr)
-	case o.refresh <= 0:
-		return usageError(stderr, fs, "-refresh %s is not positive, want an interval such as 1s", o.refresh)
-	case len(o.queues) > 0 && o.redis == "":
-		return usageError(stderr, fs, "-queue needs -redis URL, the Redis the queues live on")
+	case o.refresh < ui.MinRefresh:
+		return usageError(stderr, fs, "-refresh %s is below %s, the shortest interval (every open page samples each queue once per interval), want an interval such as 1s", o.refresh, ui.MinRefresh)
+	case len(o.queues) > 0 && redisURL.raw == "":
+		return usageError(stderr, fs, "-queue needs -redis URL (or $%s), the Redis the queues live on", envRedisURL)
 	case o.redis != "" && len(o.queues) == 0:
 		return usageError(stderr, fs, "-redis needs at least one -queue NAME, the native queues to show")
 	case !o.remote && !loopbackAddr(host):
 		return usageError(stderr, fs, "-addr %s is not a loopback address; the page shows job payloads and errors and can act on queues, so serving it beyond this machine needs -remote (and a token)", o.addr)
 	case !o.remote && o.token != "":
 		return usageError(stderr, fs, "-token is for -remote; on loopback the page needs no access token")
-	case o.remote && o.token != "" && len(o.token) < ui.MinTokenLen:
-		return usageError(stderr, fs, "-token is %d characters, want at least %d", len(o.token), ui.MinTokenLen)
+	case o.remote && o.token != "" && utf8.RuneCountInString(o.token) < ui.MinTokenLen:
+		return usageError(stderr, fs, "-token is %d characters, want at least %d", utf8.RuneCountInString(o.token), ui.MinTokenLen)
 	}
 
 	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh, ErrorLog: log.New(stderr, "rebound ui: ", 0)}
 	if o.remote && cfg.Token == "" {
 		cfg.Token = rand.Text()
 	}
-	if o.redis != "" {
-		rdb, err := redisClient(o.redis)
+	if redisURL.raw != "" {
+		rdb, err := redisClient(redisURL.raw)
 		if err != nil {
-			return usageError(stderr, fs, "-redis %q: %v; want a URL such as redis://127.0.0.1:6379/0", o.redis, err)
+			return usageError(stderr, fs, "%s: %s; want a URL such as redis://127.0.0.1:6379/0", redisURL, redisURL.describe(err))
 		}
 		defer rdb.Close()
 		for _, name := range o.queues {
@@ -153,7 +164,7 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		err = rdb.Ping(pctx).Err()
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %v\n", redisAddrs(rdb), err)
+			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %s\n", redisAddrs(rdb), redisURL.describe(err))
 			return exitFail
 		}
 	}

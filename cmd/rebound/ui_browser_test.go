@@ -162,8 +162,12 @@ func click(t *testing.T, ctx context.Context, sel string) {
 	t.Helper()
 	var err error
 	for range 5 {
+		// Centre the element first: scrolled to the window's edge, the
+		// page's sticky header may cover it and take the click.
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = chromedp.Do(cctx, chromedp.Click(chromedp.CSS(sel)))
+		err = chromedp.Do(cctx, chromedp.WaitVisible(chromedp.CSS(sel)),
+			chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q)?.scrollIntoView({block: "center"})`, sel)),
+			chromedp.Click(chromedp.CSS(sel)))
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "Could not find node") {
 			break
@@ -412,7 +416,7 @@ func TestUIBrowserQueue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "100ms")
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms")
 	do(t, tab, chromedp.Navigate(page))
 	count := func(state string) string {
 		return `document.querySelector('[data-queue="emails"] [data-count="` + state + `"]')?.textContent`
@@ -556,7 +560,7 @@ func (f *fakeQueue) Calls() []string {
 // serveFake serves the page for queues on loopback until the test ends.
 func serveFake(t *testing.T, queues ...ui.Queue) string {
 	t.Helper()
-	srv, err := ui.New(ui.Config{Model: cliModel{}, Queues: queues, Refresh: 100 * time.Millisecond})
+	srv, err := ui.New(ui.Config{Model: cliModel{}, Queues: queues, Refresh: ui.MinRefresh})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,7 +587,9 @@ func TestUIBrowserActions(t *testing.T) {
 	fq := newFakeQueue()
 	page := serveFake(t, fq)
 	do(t, tab, chromedp.Navigate(page+"#queues"))
-	row := func(id string) string { return `[data-list] li[data-job="` + id + `"]` }
+	row := func(id string) string {
+		return `:is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]`
+	}
 	waitFor(t, tab, "the delayed and failed lists", `document.querySelector('`+row("delayed-1")+`') && document.querySelector('`+row("failed-1")+`')`)
 
 	// Cancelling the confirmation does nothing.
@@ -681,9 +687,11 @@ func TestUIBrowserActionsNative(t *testing.T) {
 	waitJob(bounced, native.StateFailed)
 
 	tab := newTab(t, 1280, 900)
-	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "100ms")
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms")
 	do(t, tab, chromedp.Navigate(page+"#queues"))
-	row := func(id string) string { return `[data-queue="emails"] [data-list] li[data-job="` + id + `"]` }
+	row := func(id string) string {
+		return `[data-queue="emails"] :is([data-list="delayed"], [data-list="failed"]) li[data-job="` + id + `"]`
+	}
 	confirm := func(id, action string) {
 		t.Helper()
 		click(t, tab, row(id)+` button[data-action="`+action+`"]`)
@@ -746,7 +754,7 @@ func TestUIBrowserScreenshot(t *testing.T) {
 	if rdb.Ping(context.Background()).Err() == nil {
 		prefix := testenv.Prefix(t, rdb)
 		populate(t, rdb, prefix)
-		args = []string{"-redis", "redis://" + testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "200ms"}
+		args = []string{"-redis", "redis://" + testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms"}
 	} else if testenv.RequireServers() {
 		t.Fatalf("Redis at %s does not answer", testenv.RedisAddr())
 	}

@@ -24,6 +24,14 @@ func (q uiQueue) Jobs(ctx context.Context, state native.State, limit int) ([]nat
 	return page.Jobs, err
 }
 
+// JobPage lists a page of jobs in state, in the order of Jobs, after
+// cursor, and returns the cursor of the page after it.
+func (q uiQueue) JobPage(ctx context.Context, state native.State, limit int, cursor string) ([]native.StoredJob, string, error) {
+	oldest := state == native.StateDelayed || state == native.StateWaiting || state == native.StateActive
+	page, err := q.List(ctx, state, native.ListOptions{Limit: limit, Cursor: cursor, OldestFirst: oldest})
+	return page.Jobs, page.Next, err
+}
+
 // RetryJob sends a failed job back to run with its attempts counted
 // afresh, as the page's confirmation says.
 func (q uiQueue) RetryJob(ctx context.Context, id string) error {
@@ -44,6 +52,7 @@ func (q uiQueue) DeleteJob(ctx context.Context, id string) error {
 var (
 	_ ui.Queue     = uiQueue{}
 	_ ui.JobLister = uiQueue{}
+	_ ui.JobPager  = uiQueue{}
 	_ ui.Retrier   = uiQueue{}
 	_ ui.Runner    = uiQueue{}
 	_ ui.Deleter   = uiQueue{}

@@ -229,7 +229,10 @@ func TestUIBadFlags(t *testing.T) {
 		{[]string{"-redis", "http://x", "-queue", "q"}, `-redis "http://x": `},
 		{[]string{"-redis", "redis://127.0.0.1:6379", "-queue", ""}, `-queue "": native: queue name is empty`},
 		{[]string{"-redis", "redis://127.0.0.1:6379", "-queue", "a", "-prefix", "x{y"}, "contains '{' or '}'"},
-		{[]string{"-refresh", "0s"}, "-refresh 0s is not positive"},
+		{[]string{"-refresh", "0s"}, "-refresh 0s is below 250ms, the shortest interval"},
+		{[]string{"-refresh", "1ns"}, "-refresh 1ns is below 250ms, the shortest interval"},
+		{[]string{"-refresh", "-1s"}, "-refresh -1s is below 250ms"},
+		{[]string{"-remote", "-token", "ééééééééé"}, "-token is 9 characters, want at least 16"},
 		{[]string{"fixed(1s)", "fixed(2s)"}, "want at most one POLICY"},
 		{[]string{"-bogus"}, "flag provided but not defined: -bogus"},
 	}

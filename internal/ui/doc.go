@@ -25,7 +25,7 @@
 // # Queue actions
 //
 // The queue view reads counts and single jobs through [Queue]. A queue that
-// also implements [JobLister], [Retrier], [Runner], [Deleter] or [Pauser]
+// also implements [JobLister], [JobPager], [Retrier], [Runner], [Deleter] or [Pauser]
 // gains that feature in the API and the page without further change here:
 // the server reports each queue's features and the page shows only the
 // controls a queue supports.

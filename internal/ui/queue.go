@@ -2,10 +2,12 @@ package ui
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -37,6 +39,19 @@ type JobLister interface {
 	Jobs(ctx context.Context, state native.State, limit int) ([]native.StoredJob, error)
 }
 
+// JobPager is implemented by a queue that lists its jobs a page at a
+// time, by cursor. With it every list of the page pages, forward and
+// back.
+type JobPager interface {
+	// JobPage returns at most limit jobs in state in the order Jobs gives
+	// them, after the page whose next cursor is cursor ("" for the first
+	// page), and the cursor of the page after it ("" when this page is
+	// the last). A cursor JobPage did not return for state is an error
+	// wrapping native.ErrBadCursor; one whose place is gone,
+	// native.ErrCursorGone.
+	JobPage(ctx context.Context, state native.State, limit int, cursor string) (jobs []native.StoredJob, next string, err error)
+}
+
 // Retrier is implemented by a queue that sends a failed job back to run
 // again, with its attempts counted afresh.
 type Retrier interface {
@@ -65,6 +80,7 @@ type Pauser interface {
 // Features a queue reports to the page, by the interfaces it implements.
 const (
 	featureJobs   = "jobs"   // JobLister
+	featurePages  = "pages"  // JobPager
 	featureRetry  = "retry"  // Retrier
 	featureRun    = "run"    // Runner
 	featureDelete = "delete" // Deleter
@@ -75,6 +91,9 @@ func features(q Queue) []string {
 	f := []string{}
 	if _, ok := q.(JobLister); ok {
 		f = append(f, featureJobs)
+	}
+	if _, ok := q.(JobPager); ok {
+		f = append(f, featurePages)
 	}
 	if _, ok := q.(Retrier); ok {
 		f = append(f, featureRetry)
@@ -93,8 +112,23 @@ func features(q Queue) []string {
 
 // queueInfo describes a queue to the page.
 type queueInfo struct {
-	Name     string   `json:"name"`
+	Name string `json:"name"`
+	// Key is the name's exact bytes, in base64url: JSON turns bytes that
+	// are not UTF-8 into U+FFFD, and the page names the queue by its key.
+	Key string `json:"key"`
+	// Text is the name for reading (Printable).
+	Text     string   `json:"text"`
 	Features []string `json:"features"`
+}
+
+// textKey is the key by which the page names a queue or a job: its exact
+// bytes in base64url.
+func textKey(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+// fromKey reads a textKey back.
+func fromKey(k string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(k)
+	return string(b), err == nil
 }
 
 // snapshot is one sample of every queue, sent on the event stream.
@@ -106,6 +140,7 @@ type snapshot struct {
 
 type queueSample struct {
 	Name   string      `json:"name"`
+	Key    string      `json:"key"`
 	Counts *countsJSON `json:"counts,omitempty"`
 	Paused *bool       `json:"paused,omitempty"`
 	Error  string      `json:"error,omitempty"`
@@ -122,8 +157,14 @@ type countsJSON struct {
 // jobJSON is a job as the page shows it. Times are Unix ms, omitted when
 // unset.
 type jobJSON struct {
-	ID            string            `json:"id"`
-	Queue         string            `json:"queue"`
+	ID string `json:"id"`
+	// Key is the ID's exact bytes in base64url (textKey): the page acts
+	// on a job by its key, since JSON turns bytes that are not UTF-8 into
+	// U+FFFD. IDText is the ID for reading (Printable).
+	Key    string `json:"key"`
+	IDText string `json:"idText"`
+	Queue  string `json:"queue"`
+	// Name is the job's name for reading (Printable).
 	Name          string            `json:"name"`
 	State         string            `json:"state"`
 	Attempts      int               `json:"attempts"`
@@ -150,7 +191,7 @@ func toJobJSON(queue string, j native.StoredJob) jobJSON {
 		return t.UnixMilli()
 	}
 	out := jobJSON{
-		ID: j.ID, Queue: queue, Name: j.Name, State: j.State.String(),
+		ID: j.ID, Key: textKey(j.ID), IDText: Printable(j.ID, false), Queue: queue, Name: Printable(j.Name, false), State: j.State.String(),
 		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, LastError: j.LastError,
 		NextFireAt: ms(j.NextFireAt), LeaseDeadline: ms(j.LeaseDeadline),
 		CreatedAt: ms(j.CreatedAt), FinishedAt: ms(j.FinishedAt),
@@ -187,7 +228,7 @@ func (s *Server) queue(name string) (Queue, bool) {
 func (s *Server) sample(ctx context.Context) snapshot {
 	snap := snapshot{At: time.Now().UnixMilli(), Queues: make([]queueSample, len(s.queues))}
 	for i, q := range s.queues {
-		qs := queueSample{Name: q.Name()}
+		qs := queueSample{Name: q.Name(), Key: textKey(q.Name())}
 		cctx, cancel := context.WithTimeout(ctx, max(s.refresh, time.Second))
 		c, err := q.Counts(cctx)
 		if err == nil {
@@ -210,6 +251,13 @@ func (s *Server) sample(ctx context.Context) snapshot {
 // server-sent events, until the client goes away or the server stops.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
+	// The stream stays open as long as the page does: no read deadline
+	// (the request was read whole; past its deadline the server would
+	// cancel the stream), a write deadline per event, so that a client
+	// that stops reading is dropped.
+	if err := rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -220,6 +268,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	for {
 		b, err := json.Marshal(s.sample(r.Context()))
 		if err != nil {
+			return
+		}
+		if err := rc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return
 		}
 		if _, err := fmt.Fprintf(w, "retry: 2000\nevent: counts\ndata: %s\n\n", b); err != nil {
@@ -239,23 +290,67 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 func (s *Server) queueList(w http.ResponseWriter, _ *http.Request) {
 	out := make([]queueInfo, len(s.queues))
 	for i, q := range s.queues {
-		out[i] = queueInfo{Name: q.Name(), Features: features(q)}
+		out[i] = queueInfo{Name: q.Name(), Key: textKey(q.Name()), Text: Printable(q.Name(), false), Features: features(q)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
 
+// named reads a queue's name or a job's ID from a request: param, or its
+// exact bytes in base64url from param+"Key" (queueKey, idKey).
+func named(v url.Values, param string) (string, error) {
+	if k := v.Get(param + "Key"); k != "" {
+		s, ok := fromKey(k)
+		if !ok {
+			return "", fmt.Errorf("%sKey %q is not base64url, want the key the page was given", param, k)
+		}
+		return s, nil
+	}
+	return v.Get(param), nil
+}
+
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
-	name, id := r.URL.Query().Get("queue"), r.URL.Query().Get("id")
+	name, err := named(r.URL.Query(), "queue")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	// idKey may be given more than once: the first of those IDs that names
+	// a job is looked up (the page sends what was typed, and what it reads
+	// as once its escapes are decoded).
+	ids := []string{r.URL.Query().Get("id")}
+	if keys := r.URL.Query()["idKey"]; len(keys) > 0 {
+		ids = ids[:0]
+		for _, k := range keys {
+			id, ok := fromKey(k)
+			if !ok {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("idKey %q is not base64url, want the key the page was given", k))
+				return
+			}
+			if id != "" {
+				ids = append(ids, id)
+			}
+		}
+		if len(ids) == 0 {
+			ids = []string{""}
+		}
+	}
+	id := ids[0]
 	q, ok := s.queue(name)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
 		return
 	}
 	if id == "" {
-		writeError(w, http.StatusBadRequest, "missing job ID, want ?queue=NAME&id=JOB_ID")
+		writeError(w, http.StatusBadRequest, "missing job ID, want ?queue=NAME&id=JOB_ID (or queueKey and idKey, in base64url)")
 		return
 	}
 	j, err := q.Job(r.Context(), id)
+	for _, other := range ids[1:] {
+		if !errors.Is(err, native.ErrNotFound) {
+			break
+		}
+		j, err = q.Job(r.Context(), other)
+	}
 	switch {
 	case errors.Is(err, native.ErrNotFound):
 		writeError(w, http.StatusNotFound, fmt.Sprintf("queue %q has no job %q (never enqueued, or dropped by retention)", name, id))
@@ -271,9 +366,14 @@ const maxListed = 500
 
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q, ok := s.queue(v.Get("queue"))
+	name, err := named(v, "queue")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	q, ok := s.queue(name)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", v.Get("queue"), s.queueNames()))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
 		return
 	}
 	lister, ok := q.(JobLister)
@@ -295,8 +395,28 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	list, err := lister.Jobs(r.Context(), state, limit)
-	if err != nil {
+	var (
+		list []native.StoredJob
+		next string
+	)
+	if cursor := v.Get("cursor"); cursor != "" || v.Has("cursor") {
+		pager, ok := q.(JobPager)
+		if !ok {
+			writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot page its jobs", q.Name()))
+			return
+		}
+		list, next, err = pager.JobPage(r.Context(), state, limit, cursor)
+	} else {
+		list, err = lister.Jobs(r.Context(), state, limit)
+	}
+	switch {
+	case errors.Is(err, native.ErrCursorGone):
+		writeError(w, http.StatusGone, err.Error()+"; start again from the first page")
+		return
+	case errors.Is(err, native.ErrBadCursor):
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	case err != nil:
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
 	}
@@ -304,10 +424,19 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	for _, j := range list[:min(len(list), limit)] {
 		out = append(out, toJobJSON(q.Name(), j))
 	}
+	// The list's total, read after the page: a count of the state's
+	// list or set, one round trip.
+	total := int64(-1)
+	if c, err := q.Counts(r.Context()); err == nil {
+		total = map[native.State]int64{native.StateWaiting: c.Waiting, native.StateActive: c.Active, native.StateDelayed: c.Delayed,
+			native.StateCompleted: c.Completed, native.StateFailed: c.Failed}[state]
+	}
 	writeJSON(w, http.StatusOK, struct {
-		At   int64     `json:"at"`
-		Jobs []jobJSON `json:"jobs"`
-	}{time.Now().UnixMilli(), out})
+		At    int64     `json:"at"`
+		Jobs  []jobJSON `json:"jobs"`
+		Next  string    `json:"next"`  // the next page's cursor, "" on the last page (or without a cursor)
+		Total int64     `json:"total"` // the jobs in state, -1 when the count failed
+	}{time.Now().UnixMilli(), out, next, total})
 }
 
 // ParseState reads a job state by its name (native.State's String):
@@ -326,6 +455,11 @@ type actionRequest struct {
 	Queue  string `json:"queue"`
 	Action string `json:"action"` // retry, run, delete, pause or resume
 	ID     string `json:"id"`     // the job, for retry, run and delete
+	// QueueKey and IDKey name the queue and the job by their exact bytes
+	// in base64url, in place of Queue and ID: names that are not UTF-8
+	// do not survive JSON.
+	QueueKey string `json:"queueKey,omitempty"`
+	IDKey    string `json:"idKey,omitempty"`
 }
 
 // action takes one operator action on a queue, if the queue supports it.
@@ -336,6 +470,20 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 	if err := dec.Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "body is not an action: "+err.Error()+`; want {"queue": NAME, "action": "retry"|"run"|"delete"|"pause"|"resume", "id": JOB_ID}`)
 		return
+	}
+	for _, k := range []struct {
+		key string
+		to  *string
+	}{{req.QueueKey, &req.Queue}, {req.IDKey, &req.ID}} {
+		if k.key == "" {
+			continue
+		}
+		v, ok := fromKey(k.key)
+		if !ok {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("key %q is not base64url, want the key the page was given", k.key))
+			return
+		}
+		*k.to = v
 	}
 	q, ok := s.queue(req.Queue)
 	if !ok {

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"embed"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"path"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 //go:embed assets
@@ -35,9 +37,13 @@ type Config struct {
 	// when listening beyond loopback. Every request then needs Token.
 	Remote bool
 	// Token is the access token a remote server requires; it must be at
-	// least 16 characters. It is ignored on loopback.
+	// least 16 characters (runes, not bytes), and may hold any of them:
+	// the browser's cookie carries a digest of it, never the token's own
+	// bytes. It is ignored on loopback.
 	Token string
-	// Refresh is how often the queue view samples the queues (default 1s).
+	// Refresh is how often the queue view samples the queues: 0 for the
+	// default, 1s, else at least MinRefresh. Every open page samples on
+	// its own, so a page costs a round trip per queue per interval.
 	Refresh time.Duration
 	// ErrorLog receives the HTTP server's own errors (nil: discarded).
 	ErrorLog *log.Logger
@@ -49,6 +55,7 @@ type Server struct {
 	queues  []Queue
 	remote  bool
 	token   string // access token, remote only
+	session string // the cookie's value for token: cookieValue(token)
 	csrf    string // per-process token the page sends with every POST
 	refresh time.Duration
 	errLog  *log.Logger
@@ -62,16 +69,32 @@ type staticFile struct {
 	ctype string
 }
 
-// MinTokenLen is the shortest access token a remote server accepts.
+// MinRefresh is the shortest refresh interval: an open page samples every
+// queue once per interval, and a page at 1ns would send Redis more than a
+// hundred thousand commands a second.
+const MinRefresh = 250 * time.Millisecond
+
+// MinTokenLen is the shortest access token a remote server accepts, in
+// characters.
 const MinTokenLen = 16
+
+// cookieValue is what the browser's cookie holds for an access token: a
+// digest of it in base64url. A token may hold any bytes, but a cookie
+// only a few: net/http drops ';', '"', '\\', spaces and every byte
+// beyond ASCII from a cookie's value, which would lock every browser out.
+// The digest also keeps the token itself out of the browser's store.
+func cookieValue(token string) string {
+	sum := sha256.Sum256([]byte("rebound ui session cookie\x00" + token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
 
 // New returns a server for cfg.
 func New(cfg Config) (*Server, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("ui: no Model, want the computation behind the curve view")
 	}
-	if cfg.Remote && len(cfg.Token) < MinTokenLen {
-		return nil, fmt.Errorf("ui: a server reachable beyond loopback needs an access token of at least %d characters, got %d", MinTokenLen, len(cfg.Token))
+	if n := utf8.RuneCountInString(cfg.Token); cfg.Remote && n < MinTokenLen {
+		return nil, fmt.Errorf("ui: a server reachable beyond loopback needs an access token of at least %d characters, got %d", MinTokenLen, n)
 	}
 	seen := map[string]bool{}
 	for i, q := range cfg.Queues {
@@ -83,8 +106,8 @@ func New(cfg Config) (*Server, error) {
 		}
 		seen[q.Name()] = true
 	}
-	if cfg.Refresh < 0 {
-		return nil, fmt.Errorf("ui: refresh interval %s is negative, want a positive interval such as 1s", cfg.Refresh)
+	if cfg.Refresh != 0 && cfg.Refresh < MinRefresh {
+		return nil, fmt.Errorf("ui: refresh interval %s is below %s, the shortest, want an interval such as 1s (0 for the default)", cfg.Refresh, MinRefresh)
 	}
 	s := &Server{
 		model:   cfg.Model,
@@ -100,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.remote {
 		s.token = cfg.Token
+		s.session = cookieValue(cfg.Token)
 	}
 	if s.errLog == nil {
 		s.errLog = log.New(discard{}, "", 0)
@@ -149,6 +173,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/queues/events", s.events)
 	mux.HandleFunc("GET /api/job", s.job)
 	mux.HandleFunc("GET /api/jobs", s.jobs)
+	mux.HandleFunc("GET /api/find", s.find)
 	mux.HandleFunc("POST /api/action", s.action)
 
 	cop := http.NewCrossOriginProtection()
@@ -168,8 +193,17 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: s.Handler(),
+		// Anyone who reaches the port, without the token too, could hold
+		// connections open and pin file descriptors: a request's header
+		// and body must arrive, and its answer be taken, within their
+		// timeouts, and a connection left idle between requests is
+		// closed. The event stream, which stays open, lifts its read
+		// deadline and sets its write deadline per event.
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
 		// Requests, the event stream among them, end with ctx.
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    s.errLog,
@@ -197,6 +231,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // shutdownGrace is how long Serve lets requests finish once its context
 // ends.
 const shutdownGrace = 2 * time.Second
+
+// The server's timeouts: for a request's header, for the whole request,
+// for its answer (and each event of the event stream), and for a
+// keep-alive connection left idle. (Tests shrink them.)
+var (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 60 * time.Second
+)
 
 // tokenHeader carries the page's per-process token on every POST.
 const tokenHeader = "X-Rebound-Token"
@@ -261,7 +305,7 @@ func (s *Server) authorize(h http.Handler) http.Handler {
 				return
 			}
 			http.SetCookie(w, &http.Cookie{
-				Name: cookieName, Value: s.token, Path: "/",
+				Name: cookieName, Value: s.session, Path: "/",
 				HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 			})
 			q.Del("token")
@@ -270,14 +314,14 @@ func (s *Server) authorize(h http.Handler) http.Handler {
 			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
 			return
 		}
-		var got string
+		ok := false
 		if c, err := r.Cookie(cookieName); err == nil {
-			got = c.Value
+			ok = equalTokens(c.Value, s.session)
 		}
 		if a := r.Header.Get("Authorization"); strings.HasPrefix(a, "Bearer ") {
-			got = strings.TrimPrefix(a, "Bearer ")
+			ok = equalTokens(strings.TrimPrefix(a, "Bearer "), s.token)
 		}
-		if !equalTokens(got, s.token) {
+		if !ok {
 			writeError(w, http.StatusUnauthorized, "this server needs its access token: open the address rebound ui printed (it ends in ?token=...)")
 			return
 		}

@@ -79,12 +79,14 @@ type errorBody struct {
 func TestNewRefusesBadConfig(t *testing.T) {
 	q := &fakeQueue{name: "a"}
 	for name, cfg := range map[string]Config{
-		"no model":          {},
-		"remote, no token":  {Model: stubModel{}, Remote: true},
-		"short token":       {Model: stubModel{}, Remote: true, Token: "abc"},
-		"queue twice":       {Model: stubModel{}, Queues: []Queue{q, q}},
-		"nil queue":         {Model: stubModel{}, Queues: []Queue{nil}},
-		"negative interval": {Model: stubModel{}, Refresh: -time.Second},
+		"no model":           {},
+		"remote, no token":   {Model: stubModel{}, Remote: true},
+		"short token":        {Model: stubModel{}, Remote: true, Token: "abc"},
+		"queue twice":        {Model: stubModel{}, Queues: []Queue{q, q}},
+		"nil queue":          {Model: stubModel{}, Queues: []Queue{nil}},
+		"negative interval":  {Model: stubModel{}, Refresh: -time.Second},
+		"1ns interval":       {Model: stubModel{}, Refresh: time.Nanosecond},
+		"interval too short": {Model: stubModel{}, Refresh: MinRefresh - 1},
 	} {
 		if _, err := New(cfg); err == nil || !strings.HasPrefix(err.Error(), "ui: ") {
 			t.Errorf("%s: New = %v, want a ui: error", name, err)
@@ -239,8 +241,8 @@ func TestRemoteNeedsAccessToken(t *testing.T) {
 		t.Errorf("redirect to %q, want the address without the token", loc)
 	}
 	cookies := res.Cookies()
-	if len(cookies) != 1 || cookies[0].Value != token || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
-		t.Fatalf("cookies %+v, want one HttpOnly SameSite=Strict cookie with the token", cookies)
+	if len(cookies) != 1 || cookies[0].Value == "" || strings.Contains(cookies[0].Value, token) || !cookies[0].HttpOnly || cookies[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookies %+v, want one HttpOnly SameSite=Strict cookie with the token's digest", cookies)
 	}
 	withCookie := func(r *http.Request) { r.AddCookie(cookies[0]) }
 	if res := at("/", withCookie); res.StatusCode != http.StatusOK {
@@ -249,8 +251,47 @@ func TestRemoteNeedsAccessToken(t *testing.T) {
 	if res := at("/api/curve?policy=fixed(1s)", func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+token) }); res.StatusCode != http.StatusOK {
 		t.Errorf("API with a bearer token = %d, want 200", res.StatusCode)
 	}
-	if res := at("/", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: cookieName, Value: token[:len(token)-1]}) }); res.StatusCode != http.StatusUnauthorized {
+	short := cookies[0].Value[:len(cookies[0].Value)-1]
+	if res := at("/", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: cookieName, Value: short}) }); res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a cookie one character short = %d, want 401", res.StatusCode)
+	}
+	if res := at("/", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: cookieName, Value: token}) }); res.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the token itself as the cookie = %d, want 401: the cookie holds its digest", res.StatusCode)
+	}
+}
+
+// Any token works, whatever characters it holds: a browser that opened
+// the printed address is let in by its cookie. The minimum counts
+// characters, not bytes.
+func TestRemoteTokenOfAnyCharacters(t *testing.T) {
+	for _, token := range []string{
+		`semi;colon;"quoted"\back`,
+		"ünïcødé-tøkén-ß✓✓",
+		"spaces and = signs, 16+",
+		"tab\tnew\nline\x00nul-0123456789",
+		"\xff\xfe not UTF-8 at all....",
+	} {
+		s := newServer(t, Config{Remote: true, Token: token})
+		r := httptest.NewRequest(http.MethodGet, "/?token="+url.QueryEscape(token), nil)
+		r.Host = "ui.example:8080"
+		res := request(s, r)
+		if res.StatusCode != http.StatusSeeOther || len(res.Cookies()) != 1 {
+			t.Errorf("token %q: GET with it = %d, cookies %v; want 303 and a cookie", token, res.StatusCode, res.Cookies())
+			continue
+		}
+		// The cookie as a browser sends it back: through its header.
+		r = httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Host = "ui.example:8080"
+		r.Header.Set("Cookie", res.Header.Get("Set-Cookie"))
+		if res := request(s, r); res.StatusCode != http.StatusOK {
+			t.Errorf("token %q: the page with the cookie = %d, want 200", token, res.StatusCode)
+		}
+	}
+	if _, err := New(Config{Model: stubModel{}, Remote: true, Token: "ééééééééé"}); err == nil {
+		t.Error("a 9-character token of 18 bytes was accepted, want at least 16 characters")
+	}
+	if _, err := New(Config{Model: stubModel{}, Remote: true, Token: "éééééééééééééééé"}); err != nil {
+		t.Errorf("a 16-character token was refused: %v", err)
 	}
 }
 
@@ -499,7 +540,7 @@ func TestQueueFeatures(t *testing.T) {
 	full, plain := newFakeQueue("full"), countsOnly{newFakeQueue("plain")}
 	s := newServer(t, Config{Queues: []Queue{full, plain}})
 	list := decode[[]queueInfo](t, get(s, "/api/queues"))
-	want := []queueInfo{{"full", []string{"jobs", "retry", "run", "delete", "pause"}}, {"plain", []string{}}}
+	want := []queueInfo{{"full", "ZnVsbA", "full", []string{"jobs", "retry", "run", "delete", "pause"}}, {"plain", "cGxhaW4", "plain", []string{}}}
 	gb, _ := json.Marshal(list)
 	wb, _ := json.Marshal(want)
 	if string(gb) != string(wb) {
@@ -615,7 +656,7 @@ func serve(t *testing.T, s *Server) (base string, stop func()) {
 func TestEventStream(t *testing.T) {
 	ok, broken := newFakeQueue("ok"), newFakeQueue("broken")
 	broken.err = errors.New("dial tcp 127.0.0.1:6379: connection refused")
-	s := newServer(t, Config{Queues: []Queue{ok, broken}, Refresh: 20 * time.Millisecond})
+	s := newServer(t, Config{Queues: []Queue{ok, broken}, Refresh: MinRefresh})
 	base, stop := serve(t, s)
 	res, err := http.Get(base + "/api/queues/events")
 	if err != nil {

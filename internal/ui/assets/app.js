@@ -718,6 +718,35 @@
   }
   function clock(ms) { return new Date(ms).toLocaleString(); }
 
+  // Queues and jobs are named to the server by their keys: their exact
+  // bytes in base64url, which survive JSON where names that are not UTF-8
+  // do not. keyOf makes the key of bytes; bytesOf reads typed text, with
+  // the escapes the page shows (\x0d, \u202e, \\) as the bytes they stand
+  // for.
+  function keyOf(bytes) {
+    let bin = "";
+    for (const b of bytes) bin += String.fromCharCode(b);
+    return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }
+  const utf8 = (str) => Array.from(new TextEncoder().encode(str));
+  function unescaped(str) {
+    const out = [];
+    for (let i = 0; i < str.length;) {
+      const m = /^\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([nrt\\]))/.exec(str.slice(i, i + 10));
+      if (m && !(m[3] && parseInt(m[3], 16) > 0x10ffff)) {
+        if (m[1]) out.push(parseInt(m[1], 16));
+        else if (m[2] || m[3]) out.push(...utf8(String.fromCodePoint(parseInt(m[2] || m[3], 16))));
+        else out.push({ n: 10, r: 13, t: 9, "\\": 92 }[m[4]]);
+        i += m[0].length;
+        continue;
+      }
+      const cp = str.codePointAt(i);
+      out.push(...utf8(String.fromCodePoint(cp)));
+      i += cp > 0xffff ? 2 : 1;
+    }
+    return out;
+  }
+
   async function post(body) {
     const res = await fetch("/api/action", {
       method: "POST",
@@ -735,23 +764,54 @@
     delete: { label: "Delete", title: "Delete this job?", text: (id) => `Job ${id} and its record are removed from the queue. This cannot be undone.`, done: "deleted", danger: true },
   };
 
-  async function act(queue, action, id, after) {
+  // focusMark notes where the focus is, when it is in scope (a job list,
+  // or the box that shows a looked-up job), so that restoreFocus can put
+  // it back after scope was redrawn: on the same element if it is still
+  // there, else on the same action of the row that took the place of its
+  // own, else on scope itself. It only takes the focus back from the
+  // page's body, where the browser leaves it when the focused element
+  // goes: never from wherever the user moved it meanwhile.
+  function focusMark(scope, el = document.activeElement) {
+    if (!el || !scope || !scope.contains(el) || el === scope) return null;
+    const row = el.closest("li");
+    const rows = [...scope.children];
+    return { scope, el, action: el.dataset.action, index: row ? rows.indexOf(row) : 0 };
+  }
+  function restoreFocus(mark) {
+    if (!mark) return;
+    const active = document.activeElement;
+    if (active && active !== document.body && active !== mark.el) return;
+    if (mark.el.isConnected) {
+      if (active !== mark.el) mark.el.focus({ preventScroll: true });
+      return;
+    }
+    const rows = [...mark.scope.children];
+    const row = rows[Math.min(mark.index, rows.length - 1)];
+    const target = (row && (row.querySelector(`button[data-action="${mark.action}"]`) || row.querySelector("button"))) || mark.scope;
+    target.focus({ preventScroll: true });
+  }
+
+  async function act(queue, action, job, after) {
+    const from = document.activeElement;
+    const mark = focusMark(from && from.closest && from.closest("ul.joblist, .lookup-result"), from);
     const a = ACTIONS[action];
+    const id = job.idText;
     if (!(await confirmAction(a.title, a.text(id), a.label))) return;
     try {
-      await post({ queue: queue.name, action, id });
-      toast(`${queue.name}: job ${id} ${a.done}`);
+      await post({ queueKey: queue.key, action, idKey: job.key });
+      toast(`${queue.text}: job ${id} ${a.done}`);
     } catch (err) {
       toast(`${a.label} failed: ${err.message}`);
     }
-    if (after) after();
+    if (after) await after();
+    restoreFocus(mark);
   }
 
   function actionButtons(queue, job, after) {
     const allowed = { failed: ["retry", "delete"], delayed: ["run", "delete"], waiting: ["delete"], completed: ["delete"] }[job.state] || [];
     return allowed.filter((a) => queue.features.includes(a)).map((a) => h("button", {
       type: "button", class: "small" + (ACTIONS[a].danger ? " danger" : ""), "data-action": a,
-      onclick: () => act(queue, a, job.id, after), text: ACTIONS[a].label,
+      onclick: () => act(queue, a, job, after), text: ACTIONS[a].label,
     }));
   }
 
@@ -769,8 +829,8 @@
     const meta = Object.entries(job.metadata || {});
     if (meta.length) add("metadata", meta.map(([k, v]) => `${k}=${v}`).join("  "));
     const buttons = actionButtons(queue, job, after);
-    return h("div", { class: "job", "data-job": job.id },
-      h("div", { class: "job-head" }, h("code", { text: job.id }), h("span", { class: `state s-${job.state}`, text: job.state }),
+    return h("div", { class: "job", "data-job": job.id, "data-key": job.key },
+      h("div", { class: "job-head" }, h("code", { text: job.idText }), h("span", { class: `state s-${job.state}`, text: job.state }),
         job.name ? h("span", { class: "muted", text: job.name }) : null),
       h("dl", {}, rows),
       buttons.length ? h("div", { class: "actions" }, buttons) : null);
@@ -787,63 +847,203 @@
     const live = h("span", { class: "live", "data-state": "connecting", text: "connecting" });
     const paused = h("span", { class: "pill paused", hidden: true, text: "paused" });
     const err = h("p", { class: "queue-error", role: "status", hidden: true });
-    const result = h("div", { "aria-live": "polite" });
-    const idInput = h("input", { type: "text", placeholder: "job ID", "aria-label": `Job ID in queue ${queue.name}`, spellcheck: "false" });
+    const result = h("div", { class: "lookup-result", "aria-live": "polite", tabindex: "-1" });
+    const idInput = h("input", { type: "text", placeholder: "job ID", "aria-label": `Job ID in queue ${queue.text}`, spellcheck: "false" });
     const lookupForm = h("form", { class: "lookup", role: "search" }, idInput, h("button", { type: "submit", text: "Look up" }));
+    // lookup finds the job typed in: as typed, trimmed, then with the
+    // escapes the page shows for bytes an input cannot hold (a CR or LF,
+    // a byte that is not UTF-8) read as those bytes.
     const lookup = async () => {
-      const id = idInput.value.trim();
-      if (!id) return;
-      const res = await fetch("/api/job?" + new URLSearchParams({ queue: queue.name, id }));
+      const typed = idInput.value;
+      const keys = [...new Set([keyOf(utf8(typed)), keyOf(utf8(typed.trim())), keyOf(unescaped(typed.trim()))])];
+      if (!typed.trim()) return;
+      const res = await fetch("/api/job?" + new URLSearchParams([["queueKey", queue.key], ...keys.map((k) => ["idKey", k])]));
       const body = await res.json().catch(() => ({}));
+      const mark = focusMark(result);
       result.replaceChildren(res.ok ? jobCard(queue, body, lookup) : h("p", { class: "queue-error", text: body.error || `the server answered ${res.status}` }));
+      restoreFocus(mark);
     };
     lookupForm.addEventListener("submit", (e) => { e.preventDefault(); lookup(); });
 
-    const head = h("div", { class: "queue-head" }, h("h3", { text: queue.name }), live, paused);
+    const head = h("div", { class: "queue-head" }, h("h3", { text: queue.text }), live, paused);
     let pauseBtn = null;
     if (queue.features.includes("pause")) {
       pauseBtn = h("button", { type: "button", class: "small right", "data-pause": true, text: "Pause" });
       pauseBtn.style.marginLeft = "auto";
       pauseBtn.addEventListener("click", async () => {
         const resume = pauseBtn.dataset.paused === "true";
-        const ok = await confirmAction(resume ? `Resume ${queue.name}?` : `Pause ${queue.name}?`,
+        const ok = await confirmAction(resume ? `Resume ${queue.text}?` : `Pause ${queue.text}?`,
           resume ? "Workers take jobs from the queue again." : "Workers take no new jobs from the queue until you resume it; running jobs finish.",
           resume ? "Resume" : "Pause");
         if (!ok) return;
         try {
-          await post({ queue: queue.name, action: resume ? "resume" : "pause" });
-          toast(`${queue.name} ${resume ? "resumed" : "paused"}`);
+          await post({ queueKey: queue.key, action: resume ? "resume" : "pause" });
+          toast(`${queue.text} ${resume ? "resumed" : "paused"}`);
         } catch (e) { toast(e.message); }
       });
       head.append(pauseBtn);
     }
 
     let lists = null;
-    let refreshLists = () => {};
+    let refreshLists = () => Promise.resolve();
+    let refreshState = () => {};
+    const listOf = {};
     if (queue.features.includes("jobs")) {
-      const delayed = h("ul", { class: "joblist", "data-list": "delayed" });
-      const failed = h("ul", { class: "joblist", "data-list": "failed" });
-      lists = h("div", { class: "lists" },
-        h("div", {}, h("h4", { text: "Next retries and delayed jobs" }), delayed),
-        h("div", {}, h("h4", { text: "Failed for good, latest first" }), failed));
-      const fill = async (ul, st) => {
-        const res = await fetch("/api/jobs?" + new URLSearchParams({ queue: queue.name, state: st, limit: "50" }));
-        const body = await res.json().catch(() => ({}));
-        if (!res.ok) { ul.replaceChildren(h("li", { class: "empty", text: body.error || "cannot list" })); return; }
-        if (!body.jobs.length) { ul.replaceChildren(h("li", { class: "empty", text: st === "delayed" ? "nothing scheduled" : "no failed jobs" })); return; }
-        ul.replaceChildren(...body.jobs.map((j) => h("li", { "data-job": j.id },
-          h("span", { class: "id", title: j.id, text: j.id + (j.name ? ` · ${j.name}` : "") }),
-          st === "delayed" ?
-            h("span", { class: "meta", text: `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}` }) :
-            h("span", { class: "meta err", title: j.lastError, text: `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}` }),
-          h("span", { class: "row-actions" }, actionButtons(queue, j, refreshLists)))));
+      const paged = queue.features.includes("pages");
+      const TITLES = {
+        delayed: "Next retries and delayed jobs", failed: "Failed for good, latest first",
+        waiting: "Waiting, next to run first", active: "Running, lease ending first", completed: "Completed, latest first",
       };
-      refreshLists = () => { fill(delayed, "delayed"); fill(failed, "failed"); };
+      const EMPTY = { delayed: "nothing scheduled", failed: "no failed jobs", waiting: "nothing waiting", active: "nothing running", completed: "nothing completed" };
+      const order = ["delayed", "failed", "waiting", "active", "completed"];
+      const panels = order.map((st) => {
+        const ul = h("ul", { class: "joblist", "data-list": st, tabindex: "-1", "aria-label": `${TITLES[st]}, ${queue.text}` });
+        const total = h("span", { class: "total", "data-total": st, text: "" });
+        const where = h("span", { class: "where", "data-where": st });
+        const prev = h("button", { type: "button", class: "small", "data-page": "prev", text: "← Previous", disabled: true });
+        const next = h("button", { type: "button", class: "small", "data-page": "next", text: "Next →", disabled: true });
+        const l = { st, ul, total, where, prev, next, cursors: [""], nextCursor: "" };
+        prev.addEventListener("click", () => { if (l.cursors.length > 1) { l.cursors.pop(); fill(l); } });
+        next.addEventListener("click", () => { if (l.nextCursor) { l.cursors.push(l.nextCursor); fill(l); } });
+        listOf[st] = l;
+        return h("div", { class: "list-panel", "data-panel": st },
+          h("h4", {}, TITLES[st], " ", total),
+          ul,
+          paged ? h("div", { class: "pager" }, prev, where, next) : null);
+      });
+      lists = h("div", { class: "lists" }, panels);
+      const PAGE = 50;
+      // fill redraws a list in place: a job's row is kept (keyed by the
+      // job's key) and only its text and buttons change, rows move
+      // around the focused one, and when the focused row leaves the list
+      // the focus goes to the row that takes its place, so a keyboard
+      // user keeps their place while the list follows the queue. A list
+      // shows the page its cursor names; a cursor whose place is gone
+      // sends it back to the first page.
+      const fill = async (l) => {
+        const { ul, st } = l;
+        const q = { queueKey: queue.key, state: st, limit: String(PAGE) };
+        if (paged) q.cursor = l.cursors[l.cursors.length - 1];
+        const res = await fetch("/api/jobs?" + new URLSearchParams(q));
+        const body = await res.json().catch(() => ({}));
+        if (res.status === 410 && l.cursors.length > 1) { l.cursors = [""]; return fill(l); }
+        const mark = focusMark(ul);
+        if (res.ok && body.total >= 0) l.total.textContent = `· ${body.total.toLocaleString()}`;
+        l.nextCursor = res.ok ? body.next || "" : "";
+        l.prev.disabled = l.cursors.length <= 1;
+        l.next.disabled = !l.nextCursor;
+        const first = (l.cursors.length - 1) * PAGE;
+        l.where.textContent = res.ok && body.jobs.length ? `${(first + 1).toLocaleString()}–${(first + body.jobs.length).toLocaleString()}` : "";
+        if (!res.ok || !body.jobs.length) {
+          const text = !res.ok ? body.error || "cannot list" : EMPTY[st];
+          const empty = ul.querySelector("li.empty");
+          if (empty && ul.children.length === 1) empty.textContent = text;
+          else ul.replaceChildren(h("li", { class: "empty", text }));
+          restoreFocus(mark);
+          return;
+        }
+        const rows = body.jobs.map((j) => jobRow(ul, st, j));
+        const keep = new Set(rows);
+        for (const li of [...ul.children]) if (!keep.has(li)) li.remove();
+        rows.forEach((li, i) => { if (ul.children[i] !== li) ul.insertBefore(li, ul.children[i] || null); });
+        restoreFocus(mark);
+      };
+      // jobRow returns job j's row of ul, its text brought up to date, or
+      // a new one.
+      const jobRow = (ul, st, j, after = refreshLists) => {
+        const idText = j.idText + (j.name ? ` · ${j.name}` : "");
+        const tries = j.attempts ? ` · ${j.attempts} attempt${j.attempts === 1 ? "" : "s"} so far` : "";
+        const meta = {
+          delayed: () => `fires ${ago(j.nextFireAt)} · attempt ${j.attempts + 1}${j.lastError ? " · last: " + j.lastError : ""}`,
+          failed: () => `${j.lastError || "no error recorded"} · ${ago(j.finishedAt)}`,
+          waiting: () => `enqueued ${j.createdAt ? ago(j.createdAt) : "–"}${tries}`,
+          active: () => `attempt ${j.attempts + 1} · lease until ${j.leaseDeadline ? clock(j.leaseDeadline) : "–"}`,
+          completed: () => `finished ${j.finishedAt ? ago(j.finishedAt) : "–"}${tries}`,
+        }[st]();
+        const actions = actionButtons(queue, j, () => after(j));
+        const names = actions.map((b) => b.dataset.action).join(" ");
+        let li = [...ul.children].find((el) => el.dataset.key === j.key);
+        if (!li) {
+          li = h("li", { "data-job": j.id, "data-key": j.key },
+            h("span", { class: "id" }), h("span", { class: st === "failed" ? "meta err" : "meta" }), h("span", { class: "row-actions" }));
+        }
+        const [idEl, metaEl, actionsEl] = li.children;
+        if (idEl.textContent !== idText) { idEl.textContent = idText; idEl.title = j.idText; }
+        if (metaEl.textContent !== meta) metaEl.textContent = meta;
+        if (st === "failed") metaEl.title = j.lastError || "";
+        if (li.dataset.actions !== names) {
+          actionsEl.replaceChildren(...actions);
+          li.dataset.actions = names;
+        }
+        return li;
+      };
+      refreshLists = () => Promise.all(order.map((st) => fill(listOf[st])));
+      refreshState = (st) => fill(listOf[st]);
+
+      // Find: one state's jobs by ID prefix, name, error text and time
+      // range. The server reads at most a few thousand jobs a request and
+      // says when it stopped short; Continue goes on from there.
+      if (paged) {
+        const stateSel = h("select", { "aria-label": "State to search", name: "state" },
+          order.map((st) => h("option", { value: st, text: st === "active" ? "running" : st, selected: st === "failed" })));
+        const field = (name, label, attrs = {}) => h("label", { class: "find-field" }, h("span", { text: label }),
+          h("input", { type: "text", name, spellcheck: "false", ...attrs }));
+        const idF = field("id", "ID starts with");
+        const nameF = field("name", "name has");
+        const errF = field("error", "error has");
+        const fromF = field("from", "from", { type: "datetime-local", step: "1" });
+        const toF = field("to", "to", { type: "datetime-local", step: "1" });
+        const findBtn = h("button", { type: "submit", text: "Find" });
+        const more = h("button", { type: "button", class: "small", "data-find": "more", text: "Continue", hidden: true });
+        const status = h("p", { class: "find-status", role: "status" });
+        const found = h("ul", { class: "joblist", "data-list": "found", tabindex: "-1", "aria-label": `Found jobs of ${queue.text}` });
+        const form = h("form", { class: "find", role: "search", "aria-label": `Find jobs in ${queue.text}` },
+          h("label", { class: "find-field" }, h("span", { text: "state" }), stateSel), idF, nameF, errF, fromF, toF, findBtn);
+        let search = null;
+        const val = (f) => f.querySelector("input").value;
+        const run = async (cont) => {
+          if (!cont) {
+            const q = { queueKey: queue.key, state: stateSel.value, idKey: keyOf(unescaped(val(idF))), name: val(nameF), error: val(errF) };
+            for (const [k, f] of [["from", fromF], ["to", toF]]) if (val(f)) q[k] = String(new Date(val(f)).getTime());
+            search = { q, cursor: "", seen: 0, matches: 0 };
+            found.replaceChildren();
+          }
+          const q = new URLSearchParams({ ...search.q, cursor: search.cursor });
+          const res = await fetch("/api/find?" + q);
+          const body = await res.json().catch(() => ({}));
+          if (!res.ok) { status.textContent = body.error || `the server answered ${res.status}`; more.hidden = true; return; }
+          search.seen += body.scanned;
+          search.matches += body.jobs.length;
+          search.cursor = body.next;
+          const mark = focusMark(found);
+          if (body.jobs.length) found.querySelector("li.empty")?.remove();
+          // A found job acted on leaves the results: it is no longer
+          // where the search found it.
+          const acted = async (j) => {
+            await refreshLists();
+            [...found.children].find((li) => li.dataset.key === j.key)?.remove();
+          };
+          for (const j of body.jobs) found.append(jobRow(found, search.q.state, j, acted));
+          if (!found.children.length) found.append(h("li", { class: "empty", text: "no job matches" }));
+          const of = body.total >= 0 ? ` of ${body.total.toLocaleString()}` : "";
+          status.textContent = body.cut ?
+            `${search.matches.toLocaleString()} found so far, ${search.seen.toLocaleString()}${of} jobs read: the search stopped short (each request reads a bounded number). Continue goes on.` :
+            `${search.matches.toLocaleString()} found, ${search.seen.toLocaleString()}${of} jobs read: searched to the end.`;
+          status.dataset.cut = String(!!body.cut);
+          more.hidden = !body.cut;
+          restoreFocus(mark);
+        };
+        form.addEventListener("submit", (e) => { e.preventDefault(); run(false); });
+        more.addEventListener("click", () => run(true));
+        lists.append(h("div", { class: "list-panel find-panel", "data-panel": "find" },
+          h("h4", { text: "Find" }), form, status, found, h("div", { class: "pager" }, more)));
+      }
     }
 
     const card = h("div", { class: "card queue", "data-queue": queue.name }, head, counts, mixBar, err, lists, lookupForm, result);
     let prev = null;
     let listTimer = 0;
+    const pendingStates = new Set();
     return {
       el: card,
       update(sample, at) {
@@ -866,9 +1066,18 @@
           tiles[st].textContent = v.toLocaleString();
           mix[st].style.flexGrow = String(total ? v : 0);
         }
-        const changed = !prev || ["delayed", "failed"].some((st) => prev[st] !== sample.counts[st]);
+        const changed = STATES.filter((st) => !prev || prev[st] !== sample.counts[st]);
         prev = sample.counts;
-        if (lists && changed) { clearTimeout(listTimer); listTimer = setTimeout(refreshLists, 150); }
+        if (lists) {
+          for (const st of changed) {
+            pendingStates.add(st);
+            listOf[st].total.textContent = `· ${sample.counts[st].toLocaleString()}`;
+          }
+          if (pendingStates.size) {
+            clearTimeout(listTimer);
+            listTimer = setTimeout(() => { const sts = [...pendingStates]; pendingStates.clear(); sts.forEach(refreshState); }, 150);
+          }
+        }
       },
       offline() { live.dataset.state = "connecting"; live.textContent = "reconnecting…"; },
     };
@@ -882,14 +1091,14 @@
     const cards = new Map();
     for (const q of queues) {
       const c = queueCard(q);
-      cards.set(q.name, c);
+      cards.set(q.key, c);
       list.append(c.el);
     }
     const es = new EventSource("/api/queues/events");
     es.addEventListener("counts", (e) => {
       const snap = JSON.parse(e.data);
       skew = snap.at - Date.now();
-      for (const sample of snap.queues) cards.get(sample.name)?.update(sample, snap.at);
+      for (const sample of snap.queues) cards.get(sample.key)?.update(sample, snap.at);
     });
     es.addEventListener("error", () => { for (const c of cards.values()) c.offline(); });
   }
