@@ -51,9 +51,7 @@ func newEnv(t testing.TB, h Harness, st *stats) *env {
 	if lh, ok := h.(LackingHarness); ok {
 		e.lacks = lh.Lacks()
 	}
-	if sh, ok := h.(SynctestHarness); !ok || !sh.Synctest() {
-		e.lag = stall.Watch(t) // fake time in a bubble is exact: no witness there
-	}
+	e.lag = newLagWitness(t, h)
 	return e
 }
 

@@ -65,3 +65,57 @@ func TestStalledMachineWidensTheBound(t *testing.T) {
 		t.Errorf("the check took %v, less than the %v stall: the process was not stopped, so this test shows nothing", el, stallFor)
 	}
 }
+
+// heldServerHarness is the reference harness with a "server" between the
+// engine and each run: a run starts only once it holds the server, which
+// the test keeps busy for heldFor after the first failed attempt, as a
+// shared Redis busy with another client's script would be. Its Probe
+// needs the server too.
+type heldServerHarness struct {
+	*ReferenceHarness
+	server sync.Mutex
+	once   sync.Once
+}
+
+const heldFor = 400 * time.Millisecond
+
+func (h *heldServerHarness) Start(t testing.TB, cfg Config) Engine {
+	handle := cfg.Handler
+	cfg.Handler = func(ctx context.Context, j Job) error {
+		h.server.Lock()
+		h.server.Unlock() // the round trip: wait for the server, then go on
+		err := handle(ctx, j)
+		if err != nil {
+			h.once.Do(func() {
+				h.server.Lock()
+				time.AfterFunc(heldFor, h.server.Unlock)
+			})
+		}
+		return err
+	}
+	return h.ReferenceHarness.Start(t, cfg)
+}
+
+// probingHeldServer is heldServerHarness that lets the witness probe it.
+type probingHeldServer struct{ *heldServerHarness }
+
+func (h probingHeldServer) Probe(ctx context.Context) error {
+	h.server.Lock()
+	h.server.Unlock() // a round trip: wait for the server
+	return nil
+}
+
+// TestHeldServerWidensTheBound: when the engine's server is held up, the
+// probe of a ProbingHarness is held up as long, and the bound widens by
+// it; without a probe the same delay fails the check, since the process's
+// own timers were on time.
+func TestHeldServerWidensTheBound(t *testing.T) {
+	probing := probingHeldServer{&heldServerHarness{ReferenceHarness: Reference()}}
+	if got := findings(t, probing, "NeverEarlyBoundedLate"); len(got) > 0 {
+		t.Errorf("a server held %v failed the check although the harness's probe saw it:\n%s", heldFor, strings.Join(got, "\n"))
+	}
+	plain := &heldServerHarness{ReferenceHarness: Reference()}
+	if got := findings(t, plain, "NeverEarlyBoundedLate"); !containsPhrase(got, "retry fired late") {
+		t.Errorf("a server held %v with no probe to see it passed the check, want \"retry fired late\":\n%s", heldFor, strings.Join(got, "\n"))
+	}
+}

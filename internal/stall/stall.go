@@ -35,9 +35,10 @@ const keep = 30 * time.Minute
 // methods are safe for concurrent use, and on a nil *Witness (Lag and Max
 // return 0, Stop does nothing): a test on fake time passes nil.
 type Witness struct {
-	step time.Duration
-	stop chan struct{}
-	done chan struct{}
+	step  time.Duration
+	probe func() // after each timer, when not nil: a round trip to a server the measured code uses
+	stop  chan struct{}
+	done  chan struct{}
 
 	mu      sync.Mutex
 	samples []sample  // woken steps that were late, in order of start
@@ -55,11 +56,21 @@ type sample struct {
 
 // Start starts a witness whose timers sleep step each (DefaultStep when
 // step <= 0). Stop it when the measured code is done.
-func Start(step time.Duration) *Witness {
+func Start(step time.Duration) *Witness { return StartProbing(step, nil) }
+
+// StartProbing starts a witness that, after each of its timers, makes a
+// round trip with probe (a Redis PING, a SELECT 1) to a server the measured
+// code depends on. A server held up, by the machine's load or by another
+// client of a shared server, delays the probe as it delays the code, and
+// the witness counts the probe's whole round trip as lateness: on an idle
+// machine that is a fraction of a millisecond per step, a few percent of
+// the interval at most. probe must return within a bounded time (give it
+// a timeout).
+func StartProbing(step time.Duration, probe func()) *Witness {
 	if step <= 0 {
 		step = DefaultStep
 	}
-	w := &Witness{step: step, stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Witness{step: step, probe: probe, stop: make(chan struct{}), done: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -80,6 +91,12 @@ func (w *Witness) run() {
 		}
 		now := time.Now()
 		late := now.Sub(start) - w.step
+		if w.probe != nil {
+			w.probe()
+			took := time.Since(now)
+			now = now.Add(took)
+			late += took
+		}
 		w.mu.Lock()
 		if late > 0 {
 			w.samples = append(w.samples, sample{start: start, end: now, late: late})
@@ -147,9 +164,18 @@ func (w *Witness) Max() time.Duration {
 	return w.max
 }
 
-// Watch starts a witness beside test t and stops it when t ends.
-func Watch(t interface{ Cleanup(func()) }) *Witness {
-	w := Start(0)
+// Watch starts a witness beside test t and stops it when t ends; probes,
+// when given, are made after each of its timers (see [StartProbing]).
+func Watch(t interface{ Cleanup(func()) }, probes ...func()) *Witness {
+	var probe func()
+	if len(probes) > 0 {
+		probe = func() {
+			for _, p := range probes {
+				p()
+			}
+		}
+	}
+	w := StartProbing(0, probe)
 	t.Cleanup(w.Stop)
 	return w
 }

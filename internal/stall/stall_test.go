@@ -68,6 +68,8 @@ func TestStoppedProcessIsSeen(t *testing.T) {
 	}
 	time.Sleep(20 * time.Millisecond)
 	to := time.Now()
+	w.Stop()
+	w.Stop() // twice is fine
 	lag := w.Lag(from, to)
 	if lag < 250*time.Millisecond || lag > to.Sub(from) {
 		t.Errorf("the process was stopped 300 ms of the %v interval; the witness saw a lag of %v, want at least 250ms and at most the interval", to.Sub(from), lag)
@@ -75,9 +77,26 @@ func TestStoppedProcessIsSeen(t *testing.T) {
 	if w.Max() < 250*time.Millisecond {
 		t.Errorf("Max() = %v after a 300 ms stop, want at least 250ms", w.Max())
 	}
-	w.Stop()
-	w.Stop() // twice is fine
-	if got := w.Lag(from, to); got != lag {
-		t.Errorf("Lag after Stop = %v, want the %v recorded before", got, lag)
+}
+
+// TestProbeDelayIsSeen: a probe held up (a server busy with another
+// client) is lateness.
+func TestProbeDelayIsSeen(t *testing.T) {
+	hold := make(chan time.Duration, 1)
+	w := Watch(t, func() {
+		time.Sleep(2 * time.Millisecond) // the round trip's idle cost
+		select {
+		case d := <-hold:
+			time.Sleep(d)
+		default:
+		}
+	})
+	time.Sleep(50 * time.Millisecond)
+	from := time.Now()
+	hold <- 300 * time.Millisecond
+	time.Sleep(400 * time.Millisecond)
+	to := time.Now()
+	if lag := w.Lag(from, to); lag < 290*time.Millisecond || lag > to.Sub(from) {
+		t.Errorf("a probe held 300 ms within %v read as %v of lag, want at least 290ms and at most the interval", to.Sub(from), lag)
 	}
 }
