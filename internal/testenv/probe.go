@@ -121,7 +121,11 @@ func Summary() string {
 	sort.Strings(whats)
 	parts := make([]string, len(whats))
 	for i, w := range whats {
-		parts[i] = fmt.Sprintf("%d need %s, which does not answer (%s)", skipped.counts[w], w, skipped.why[w])
+		verb := "need"
+		if skipped.counts[w] == 1 {
+			verb = "needs"
+		}
+		parts[i] = fmt.Sprintf("%d %s %s, which does not answer (%s)", skipped.counts[w], verb, w, skipped.why[w])
 	}
 	test := "tests"
 	if total == 1 {
