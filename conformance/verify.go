@@ -109,7 +109,7 @@ func (w *worker) verifyRuns(j *job, got State) {
 			e.st.add(w.herd, gap-want)
 		}
 		hint, hinted := backoff.RetryAfterHint(err)
-		bound, lag := e.allow(r.end, next)
+		bound, lag := e.allow(r.end, next, w.peers != nil || !w.herd && !j.lateOK)
 		if w.peers != nil && (gap < want || next.Sub(r.end) > want+bound) {
 			w.errorf("%s: run %d started %v after run %d ended, want %v: was another engine's decision for a job with the same ID applied? (the engines share one adapter value)",
 				what, n+1, next.Sub(r.end), n, want)
