@@ -17,7 +17,8 @@ import (
 // attempt: the machine, not the engine, makes the retries late.
 type stallingHarness struct {
 	*ReferenceHarness
-	once sync.Once
+	once  sync.Once
+	after time.Duration // how long after the first failure the stall starts
 }
 
 const stallFor = 400 * time.Millisecond
@@ -27,7 +28,7 @@ func (h *stallingHarness) Start(t testing.TB, cfg Config) Engine {
 	cfg.Handler = func(ctx context.Context, j Job) error {
 		err := handle(ctx, j)
 		if err != nil {
-			h.once.Do(func() { stopProcess(t, stallFor) })
+			h.once.Do(func() { time.AfterFunc(h.after, func() { stopProcess(t, stallFor) }) })
 		}
 		return err
 	}
@@ -73,8 +74,18 @@ func TestStalledMachineWidensTheBound(t *testing.T) {
 // needs the server too.
 type heldServerHarness struct {
 	*ReferenceHarness
-	server sync.Mutex
+	server chan struct{} // holds one token while the server is free
 	once   sync.Once
+}
+
+// roundTrip waits until the server is free.
+func (h *heldServerHarness) roundTrip() {
+	h.server <- struct{}{}
+	<-h.server
+}
+
+func newHeldServer() *heldServerHarness {
+	return &heldServerHarness{ReferenceHarness: Reference(), server: make(chan struct{}, 1)}
 }
 
 const heldFor = 400 * time.Millisecond
@@ -82,13 +93,12 @@ const heldFor = 400 * time.Millisecond
 func (h *heldServerHarness) Start(t testing.TB, cfg Config) Engine {
 	handle := cfg.Handler
 	cfg.Handler = func(ctx context.Context, j Job) error {
-		h.server.Lock()
-		h.server.Unlock() // the round trip: wait for the server, then go on
+		h.roundTrip()
 		err := handle(ctx, j)
 		if err != nil {
 			h.once.Do(func() {
-				h.server.Lock()
-				time.AfterFunc(heldFor, h.server.Unlock)
+				h.server <- struct{}{} // busy with another client's work
+				time.AfterFunc(heldFor, func() { <-h.server })
 			})
 		}
 		return err
@@ -100,8 +110,7 @@ func (h *heldServerHarness) Start(t testing.TB, cfg Config) Engine {
 type probingHeldServer struct{ *heldServerHarness }
 
 func (h probingHeldServer) Probe(ctx context.Context) error {
-	h.server.Lock()
-	h.server.Unlock() // a round trip: wait for the server
+	h.roundTrip()
 	return nil
 }
 
@@ -110,12 +119,29 @@ func (h probingHeldServer) Probe(ctx context.Context) error {
 // it; without a probe the same delay fails the check, since the process's
 // own timers were on time.
 func TestHeldServerWidensTheBound(t *testing.T) {
-	probing := probingHeldServer{&heldServerHarness{ReferenceHarness: Reference()}}
+	probing := probingHeldServer{newHeldServer()}
 	if got := findings(t, probing, "NeverEarlyBoundedLate"); len(got) > 0 {
 		t.Errorf("a server held %v failed the check although the harness's probe saw it:\n%s", heldFor, strings.Join(got, "\n"))
 	}
-	plain := &heldServerHarness{ReferenceHarness: Reference()}
+	plain := newHeldServer()
 	if got := findings(t, plain, "NeverEarlyBoundedLate"); !containsPhrase(got, "retry fired late") {
 		t.Errorf("a server held %v with no probe to see it passed the check, want \"retry fired late\":\n%s", heldFor, strings.Join(got, "\n"))
+	}
+}
+
+// TestStalledHerdStillSpreads stops the process for 400 ms in the middle of
+// the Herd check's window: the jittered retries due during the stall all
+// start when it ends, in one slice. The stall, not the jitter, piled them up; the
+// witness saw it, so the check still passes.
+func TestStalledHerdStillSpreads(t *testing.T) {
+	if runtime.GOOS != "linux" && runtime.GOOS != "darwin" {
+		t.Skip("stops the process with SIGSTOP through sh and kill")
+	}
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh to send SIGSTOP with")
+	}
+	h := &stallingHarness{ReferenceHarness: Reference(), after: 300 * time.Millisecond}
+	if got := findings(t, h, "Herd"); len(got) > 0 {
+		t.Errorf("a stall of the whole process failed the Herd check, want the witness to allow for the retries it piled up:\n%s", strings.Join(got, "\n"))
 	}
 }
