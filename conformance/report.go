@@ -114,7 +114,7 @@ func (r Report) String() string {
 	}
 	row("idle", r.Idle)
 	row("herd", r.Herd)
-	fmt.Fprintf(&b, "  the load widened the lateness bound by at most %v (the lag of this process's own timers over a retry's interval)\n", round(r.Stall))
+	fmt.Fprintf(&b, "  the load widened the lateness bound by at most %v (the lag the witness, this process's own timers and its probes of the server, saw over a retry's interval)\n", round(r.Stall))
 	fs := make([]string, 0, len(r.Lacks))
 	for f := range r.Lacks {
 		fs = append(fs, string(f))

@@ -127,11 +127,11 @@ func (w *worker) verifyRuns(j *job, got State) {
 		case !w.herd && !j.lateOK && next.Sub(r.end) > want+bound:
 			late := next.Sub(r.end)
 			if panicked {
-				w.errorf("%s: run %d started %v after run %d ended, %v after Config.FallbackDelay %v (the policy panicked at attempt %d; pass Config.FallbackDelay to the adapter's WithFallbackDelay); the harness declares at most %v, and this process's own timers fell %v behind meanwhile: retry fired late after a policy panic",
+				w.errorf("%s: run %d started %v after run %d ended, %v after Config.FallbackDelay %v (the policy panicked at attempt %d; pass Config.FallbackDelay to the adapter's WithFallbackDelay); the harness declares at most %v, and the witness (this process's own timers, and round trips to the server when the harness probes it) fell %v behind meanwhile: retry fired late after a policy panic",
 					what, n+1, late, n, late-want, want, counted, e.slack, lag)
 				break
 			}
-			w.errorf("%s: run %d started %v after run %d ended, %v after its computed delay %v; the harness declares at most %v (resolution %v + lateness %v), and this process's own timers fell %v behind meanwhile: retry fired late",
+			w.errorf("%s: run %d started %v after run %d ended, %v after its computed delay %v; the harness declares at most %v (resolution %v + lateness %v), and the witness (this process's own timers, and round trips to the server when the harness probes it) fell %v behind meanwhile: retry fired late",
 				what, n+1, late, n, late-want, want, e.slack, e.lim.Resolution, e.lim.Lateness, lag)
 		}
 	}
