@@ -77,7 +77,13 @@
 // arrived unchanged, that no run starts once the job was seen terminal,
 // and every gap between the end of a run and the start of the next: never
 // below the computed delay and, outside the Herd check, never above it by
-// more than Resolution + Lateness.
+// more than Resolution + Lateness plus the load's share. Never early is
+// exact. Lateness is a measurement: beside each check a witness (a chain
+// of short timers in the same process) records how far this process's own
+// timers fell behind, and a retry may be late by what the witness lagged
+// over the retry's interval, on top of the declared figures. A stalled
+// machine widens the bound by its stall; an engine late by itself is still
+// late by as much, and fails. The report logs the widest such allowance.
 //
 // On every job of every check it also verifies that observers tell the
 // truth. The observer the suite passes ties each attempt it is told about
@@ -96,7 +102,7 @@
 //     count (observe.Interrupted) by the same number;
 //   - a retry's FireAt is its decision time plus the told Delay, and the
 //     next run starts no earlier than that FireAt and (outside Herd) no
-//     later than Resolution + Lateness after it;
+//     later than Resolution + Lateness (plus the witness's lag) after it;
 //   - a completed job's story ends with its one success; a failed job's
 //     with exhausted or permanent, told once (exhausted only at the cap,
 //     permanent only for a permanent error or an operator's cancel);

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/internal/safe"
+	"github.com/rebound-go/rebound/internal/stall"
 )
 
 // unit is the delay of the checks whose point is counting, not timing:
@@ -24,7 +25,11 @@ type env struct {
 	t     testing.TB
 	h     Harness
 	lim   Limits
-	slack time.Duration // Resolution + Lateness: how late a retry may start
+	slack time.Duration // Resolution + Lateness: how late a retry may start on an idle machine
+	// lag is the witness of this process's own timer lateness during the
+	// check (nil on fake time): every lateness bound is slack plus what it
+	// saw over the same interval (see allow).
+	lag *stall.Witness
 	// fallback is the Config.FallbackDelay of every worker.
 	fallback time.Duration
 	lacks    map[Feature]string
@@ -46,7 +51,22 @@ func newEnv(t testing.TB, h Harness, st *stats) *env {
 	if lh, ok := h.(LackingHarness); ok {
 		e.lacks = lh.Lacks()
 	}
+	e.lag = newLagWitness(t, h)
 	return e
+}
+
+// allow returns how late a retry due in the interval from..to may start:
+// the declared Resolution + Lateness, plus how far this process's own
+// timers fell behind over the same interval (a stalled machine widens the
+// bound; an engine late by itself still fails). held says the bound is
+// applied (not to a Herd retry, say): the widest applied allowance is kept
+// for the report.
+func (e *env) allow(from, to time.Time, held bool) (bound, lag time.Duration) {
+	lag = e.lag.Lag(from, to)
+	if held {
+		e.st.witnessed(lag)
+	}
+	return e.slack + lag, lag
 }
 
 // fallbackDelay is the Config.FallbackDelay the suite passes: above the

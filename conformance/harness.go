@@ -41,6 +41,9 @@ type Limits struct {
 	// Lateness bounds how long after its computed time a retry may start
 	// when the engine is idle: every gap between an attempt's end and the
 	// next attempt's start lies in [delay, delay + Resolution + Lateness].
+	// On a busy machine the suite adds how far the process's own timers,
+	// measured beside the check, fell behind over the same interval;
+	// declare the engine's idle figure, not room for load.
 	Lateness time.Duration
 	// MaxDelay is the longest retry delay the engine can store. A longer
 	// delay (a policy or retry-after hint near math.MaxInt64) is clamped

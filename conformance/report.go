@@ -12,6 +12,17 @@ import (
 type stats struct {
 	mu         sync.Mutex
 	idle, herd []time.Duration
+	widest     time.Duration // the most the witness widened a lateness bound
+}
+
+// witnessed records that the witness widened a lateness bound by lag.
+func (s *stats) witnessed(lag time.Duration) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.widest = max(s.widest, lag)
+	s.mu.Unlock()
 }
 
 func (s *stats) add(herd bool, late time.Duration) {
@@ -30,7 +41,7 @@ func (s *stats) add(herd bool, late time.Duration) {
 func (s *stats) report(name string, lim Limits) Report {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Report{Harness: name, Limits: lim, Idle: summarize(s.idle), Herd: summarize(s.herd)}
+	return Report{Harness: name, Limits: lim, Idle: summarize(s.idle), Herd: summarize(s.herd), Stall: s.widest}
 }
 
 // Report is what one run of the suite measured about an adapter.
@@ -41,7 +52,8 @@ type Report struct {
 	Limits Limits
 	// Idle is the lateness of retries on a lightly loaded engine: every
 	// retry of every check except Herd. The suite holds these to
-	// [Limits.Resolution] + [Limits.Lateness].
+	// [Limits.Resolution] + [Limits.Lateness], plus what the load added
+	// (see Stall).
 	Idle Lateness
 	// Herd is the lateness of the retries of the Herd check's cohorts,
 	// hundreds of jobs retrying together. Only "never early" applies.
@@ -52,6 +64,11 @@ type Report struct {
 	Lacks map[Feature]string
 	// Elapsed is how long the whole run took.
 	Elapsed time.Duration
+	// Stall is the most any lateness bound was widened beyond Resolution +
+	// Lateness: how far this process's own timers, measured beside the
+	// engine during the check, fell behind over a retry's interval. It is
+	// near zero on an idle machine and grows with the load.
+	Stall time.Duration
 }
 
 // Lateness summarises how late retries started: each sample is the gap
@@ -97,6 +114,7 @@ func (r Report) String() string {
 	}
 	row("idle", r.Idle)
 	row("herd", r.Herd)
+	fmt.Fprintf(&b, "  the load widened the lateness bound by at most %v (the lag the witness, this process's own timers and its probes of the server, saw over a retry's interval)\n", round(r.Stall))
 	fs := make([]string, 0, len(r.Lacks))
 	for f := range r.Lacks {
 		fs = append(fs, string(f))

@@ -109,7 +109,8 @@ func (w *worker) verifyRuns(j *job, got State) {
 			e.st.add(w.herd, gap-want)
 		}
 		hint, hinted := backoff.RetryAfterHint(err)
-		if w.peers != nil && (gap < want || next.Sub(r.end) > want+e.slack) {
+		bound, lag := e.allow(r.end, next, w.peers != nil || !w.herd && !j.lateOK)
+		if w.peers != nil && (gap < want || next.Sub(r.end) > want+bound) {
 			w.errorf("%s: run %d started %v after run %d ended, want %v: was another engine's decision for a job with the same ID applied? (the engines share one adapter value)",
 				what, n+1, next.Sub(r.end), n, want)
 		}
@@ -123,15 +124,15 @@ func (w *worker) verifyRuns(j *job, got State) {
 		case gap < want:
 			w.errorf("%s: run %d started %v after run %d ended, %v before its computed delay %v: retry fired early",
 				what, n+1, gap, n, want-gap, want)
-		case !w.herd && !j.lateOK && next.Sub(r.end) > want+e.slack:
+		case !w.herd && !j.lateOK && next.Sub(r.end) > want+bound:
 			late := next.Sub(r.end)
 			if panicked {
-				w.errorf("%s: run %d started %v after run %d ended, %v after Config.FallbackDelay %v (the policy panicked at attempt %d; pass Config.FallbackDelay to the adapter's WithFallbackDelay): retry fired late after a policy panic",
-					what, n+1, late, n, late-want, want, counted)
+				w.errorf("%s: run %d started %v after run %d ended, %v after Config.FallbackDelay %v (the policy panicked at attempt %d; pass Config.FallbackDelay to the adapter's WithFallbackDelay); the harness declares at most %v, and the witness (this process's own timers, and round trips to the server when the harness probes it) fell %v behind meanwhile: retry fired late after a policy panic",
+					what, n+1, late, n, late-want, want, counted, e.slack, lag)
 				break
 			}
-			w.errorf("%s: run %d started %v after run %d ended, %v after its computed delay %v; the harness declares at most %v (resolution %v + lateness %v): retry fired late",
-				what, n+1, late, n, late-want, want, e.slack, e.lim.Resolution, e.lim.Lateness)
+			w.errorf("%s: run %d started %v after run %d ended, %v after its computed delay %v; the harness declares at most %v (resolution %v + lateness %v), and the witness (this process's own timers, and round trips to the server when the harness probes it) fell %v behind meanwhile: retry fired late",
+				what, n+1, late, n, late-want, want, e.slack, e.lim.Resolution, e.lim.Lateness, lag)
 		}
 	}
 }

@@ -61,11 +61,15 @@ func (p prefixed) Keys() []string {
 // propagators of opts (by default the global ones), so that every attempt of
 // the job links to the producer's span. Call it when enqueueing, on the
 // job's metadata: asynq task headers, River job metadata, the native job's
-// metadata. observe.MapCarrier adapts a map[string]string:
+// metadata. observe.MapCarrier adapts a map[string]string; with asynq, build
+// the task with the Retrier, which keeps the headers and adds its own:
 //
 //	headers := map[string]string{}
 //	reboundotel.Inject(ctx, observe.MapCarrier(headers))
-//	task := asynq.NewTaskWithHeaders("email:send", payload, headers)
+//	task := retry.NewTaskWithHeaders("email:send", payload, headers)
+//
+// River takes the map as the job's JSON metadata (InsertOpts.Metadata), the
+// native queue with native.WithMetadata; docs/tracing.md shows all three.
 //
 // Only [WithPropagators] matters among opts. Inject writes nothing when ctx
 // carries no span context or baggage.

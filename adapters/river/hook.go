@@ -3,6 +3,7 @@ package reboundriver
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/riverqueue/river/rivertype"
 )
@@ -15,9 +16,19 @@ import (
 // attempt is one failed attempt, decided by the rule, as it is on every
 // rebound adapter (River on its own would record a success). Any other
 // result passes through unchanged.
+//
+// The deadline is read, not only ctx.Err: the context ends on a timer whose
+// cancel runs on a goroutine of its own, which a busy machine may not have
+// run yet when the worker returns past the deadline.
 func (r *Retrier) WorkEnd(ctx context.Context, _ *rivertype.JobRow, err error) error {
-	if err == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if err != nil {
+		return err
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return context.DeadlineExceeded
 	}
-	return err
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -32,12 +32,14 @@ const RequireServersEnv = "REBOUND_REQUIRE_SERVERS"
 // RequireServers reports whether a missing server must fail the test.
 func RequireServers() bool { return os.Getenv(RequireServersEnv) == "1" }
 
-// missing skips t, or fails it when servers are required.
+// missing skips t, or fails it when servers are required. A skip is
+// counted for the package's summary line (see [Main]).
 func missing(t testing.TB, what string, err error) {
 	t.Helper()
 	if RequireServers() {
 		t.Fatalf("%s is required (%s=1) but does not answer: %v", what, RequireServersEnv, err)
 	}
+	skipped.add(what, err)
 	t.Skipf("%s does not answer (%v); set %s=1 to make this a failure", what, err, RequireServersEnv)
 }
 
@@ -60,15 +62,15 @@ func PostgresURL() string {
 // Redis returns a client of the real Redis server, closed when t ends, or
 // skips t (fails it under REBOUND_REQUIRE_SERVERS=1) when Redis is down.
 // Isolate the test's keys with [Prefix]; never FLUSHDB a shared database.
+//
+// Whether Redis answers is asked once per test process: when it does not,
+// every later call skips at once, with the same reason.
 func Redis(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: RedisAddr()})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
+	if err := redisDown(); err != nil {
 		missing(t, "Redis at "+RedisAddr(), err)
 	}
+	c := redis.NewClient(&redis.Options{Addr: RedisAddr()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -106,8 +108,14 @@ func DeleteKeys(c redis.UniversalClient, pattern string) {
 
 // Postgres returns a pool on the real PostgreSQL server, closed when t ends,
 // or skips t (fails it under REBOUND_REQUIRE_SERVERS=1) when it is down.
+//
+// Whether PostgreSQL answers is asked once per test process, as for
+// [Redis].
 func Postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
+	if err := postgresDown(); err != nil {
+		missing(t, "PostgreSQL at "+PostgresURL(), err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, PostgresURL())
