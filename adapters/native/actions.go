@@ -199,14 +199,23 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // outcome. It then cancels the handler's context with cause ErrCancelled
 // and tells its observer that the attempt ended the job, permanent, with
 // error ErrCancelled, and its give-up hook likewise; whatever the handler
-// returns is dropped. A worker that died meanwhile tells no one, and its
-// job stays cancelled.
+// returns is dropped. The give-up hook's call is owed from the cancel on,
+// recorded in Redis by it as for a job given up: a worker that died
+// meanwhile tells its observer nothing, and a worker with a hook makes the
+// call once the dead worker's lease on the job ran out. The job stays
+// cancelled.
+//
+// Cancel returns before the handler's context is cancelled: until its
+// worker learns of the cancel (above), the cancelled run goes on with a
+// live context, and a job retried meanwhile ([Queue.Retry],
+// [Queue.RetryFailed]) may start beside it. Retry a job cancelled while
+// running only once its run ended, or accept two runs at once.
 //
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
 func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
 	k := q.keys
-	res, err := q.act(ctx, scriptCancel, "cancel", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker},
+	res, err := q.act(ctx, scriptCancel, "cancel", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker, k.giveup, k.giveupCalls},
 		id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost)
 	if err != nil {
 		return 0, err

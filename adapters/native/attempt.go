@@ -204,6 +204,7 @@ func (w *Worker) run(rj *runningJob) {
 		// An operator cancelled it while the observer was told it started.
 		cancel(ErrCancelled)
 		w.notify.Ended(octx, a, cancelledResult)
+		w.cancelGiveUpDone(rj)
 	}
 	if rj.ended.Load() {
 		// Shutdown put the job back before its handler started: the

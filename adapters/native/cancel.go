@@ -47,6 +47,7 @@ func (w *Worker) cancelled(rj *runningJob) {
 		ctx = w.notify.Started(context.Background(), a)
 	}
 	w.notify.Ended(ctx, a, cancelledResult)
+	w.cancelGiveUpDone(rj)
 }
 
 // cancelledResult is the end of an attempt an operator cancelled: it ended

@@ -37,7 +37,24 @@ func (w *Worker) owedLease() int64 {
 // attempt that held token, once the hook returned. If the clear fails, the
 // call is made again after its lease runs out.
 func (w *Worker) giveUpDone(id, token string) {
-	if w.notify.GiveUp == nil || w.abandoned.Load() {
+	if w.notify.GiveUp == nil {
+		return
+	}
+	w.clearGiveUp(id, token)
+}
+
+// cancelGiveUpDone clears the record of the give-up call a cancel of the
+// running attempt rj left (lua/cancel.lua), once the observer and hook
+// were told: a cancel records the call whether or not the worker has a
+// hook, so a worker without one clears it too.
+func (w *Worker) cancelGiveUpDone(rj *runningJob) {
+	w.clearGiveUp(rj.id, rj.token)
+}
+
+// clearGiveUp clears the record of the give-up call owed for job id by the
+// attempt that held token.
+func (w *Worker) clearGiveUp(id, token string) {
+	if w.abandoned.Load() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -9,14 +9,20 @@
 -- reclaim, took the job. Cancelling a running job also counts in the
 -- queue's control hash, which every reserve reports (a worker that sees
 -- the count change renews its leases at once), and wakes an idle worker.
+-- A running job cancelled owes the give-up call of its attempt (ended
+-- permanent, ErrCancelled), recorded here as fail records the calls it
+-- owes: under the lease its worker held on the job, whose worker makes the
+-- call when it learns of the cancel and clears the record (give_up_done);
+-- should it die first, a worker with a hook takes the call over once that
+-- lease ran out (give_up_claim).
 -- KEYS: 1 jobs, 2 wait, 3 due, 4 active, 5 delayed, 6 failed, 7 completed,
---       8 control, 9 marker
+--       8 control, 9 marker, 10 giveup, 11 giveup hash
 -- ARGV: 1 id, 2 error text, 3 failed retention ms (> 0), 4 most failed
 --       jobs kept (-1 = no count limit)
 -- Returns {1, state it was in} cancelled; {-2} unknown job; {-5, state}
 -- not cancelled: the job is completed or failed already.
 --
--- include: num now_us wake rec_head rec_ended job_state trim_finished
+-- include: num now_us wake rec_head rec_ended job_state trim_finished give_up_call
 local id = ARGV[1]
 local state, rec = job_state(id)
 if not state then
@@ -27,7 +33,10 @@ if state == 'completed' or state == 'failed' then
 end
 local bar, attempts, tok, max, created = rec_head(rec, id)
 if state == 'active' then
+  local lease = redis.call('ZSCORE', KEYS[4], id)
   redis.call('ZREM', KEYS[4], id)
+  redis.call('ZADD', KEYS[10], lease, id)
+  redis.call('HSET', KEYS[11], id, give_up_call(tok, attempts, max ~= '' and max or '0', '1', ARGV[2]))
   redis.call('HINCRBY', KEYS[8], 'cancels', 1)
   wake(KEYS[9])
 elseif state == 'delayed' then
