@@ -209,7 +209,10 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // worker learns of the cancel (above), the cancelled run goes on with a
 // live context, and a job retried meanwhile ([Queue.Retry],
 // [Queue.RetryFailed]) may start beside it. Retry a job cancelled while
-// running only once its run ended, or accept two runs at once.
+// running only once its run ended, or accept two runs at once. Likewise a
+// job a worker had reserved ahead of a free handler ([WithPrefetch]) may
+// still start its handler in that window; with WithPrefetch(0) no job is
+// held ahead.
 //
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
