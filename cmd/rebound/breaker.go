@@ -83,6 +83,10 @@ func runBreaker(args []string, stdout, stderr io.Writer) int {
 	case redisURL.raw != "" && pgURL.raw != "":
 		return usageError(stderr, fs, "both $%s and $%s are set: say which store to read with -redis or -postgres", envRedisURL, envPostgresURL)
 	}
+	// The command's one read is bounded by -timeout, not by the stores'
+	// per-call bound for workers (1s), which a client still retrying its
+	// dial would reach first, reporting its own deadline instead of why
+	// the server could not be reached.
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	var (
@@ -95,7 +99,7 @@ func runBreaker(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, fs, "%s: %s", redisURL, redisURL.describe(err))
 		}
 		defer rdb.Close()
-		list, err = redisstore.New(rdb, breaker.Rules{}, redisstore.Options{Prefix: o.prefix}).List(ctx)
+		list, err = redisstore.New(rdb, breaker.Rules{}, redisstore.Options{Prefix: o.prefix, Timeout: o.timeout}).List(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "rebound breaker: %s\n", redisURL.describe(err))
 			return exitFail
@@ -112,7 +116,7 @@ func runBreaker(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 		defer pool.Close()
-		list, err = pgstore.New(pool, breaker.Rules{}, pgstore.Options{Schema: o.schema}).List(ctx)
+		list, err = pgstore.New(pool, breaker.Rules{}, pgstore.Options{Schema: o.schema, Timeout: o.timeout}).List(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "rebound breaker: %s\n", pgURL.describe(err))
 			return exitFail
