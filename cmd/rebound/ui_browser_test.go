@@ -105,11 +105,19 @@ func newTab(t *testing.T, width, height int) context.Context {
 	)
 	msgs := chromedp.Console(ctx)
 	done := make(chan struct{})
+	// What the page logs once the test's body has returned is teardown, not
+	// the page's fault: the servers a test starts after its tab are closed
+	// before the tab (cleanups run last first), and a refresh then in flight
+	// fails to fetch. t.Context ends just before the cleanups run.
+	body := t.Context()
 	go func() {
 		defer close(done)
 		for m, err := range msgs {
 			if err != nil {
 				return
+			}
+			if body.Err() != nil {
+				continue
 			}
 			// The page answers a bad policy with 422, which the browser logs.
 			expected := m.Source == "network" && strings.Contains(m.Text, "(Unprocessable Entity)")
