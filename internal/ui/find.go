@@ -56,24 +56,13 @@ func jobTime(st native.State, j native.StoredJob) time.Time {
 
 func (s *Server) find(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	name, err := named(v, "queue")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	q, ok := s.queue(name)
+	q, state, ok := s.queueState(w, v)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
 		return
 	}
 	pager, ok := q.(JobPager)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot page its jobs, so it cannot search them", q.Name()))
-		return
-	}
-	state, ok := ParseState(v.Get("state"))
-	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is unknown, want waiting, active, delayed, completed or failed", v.Get("state")))
 		return
 	}
 	idPrefix, err := named(v, "id")

@@ -361,29 +361,39 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// queueState reads the queue and state a list request names, answering
+// the request itself (and returning false) when either is wrong.
+func (s *Server) queueState(w http.ResponseWriter, v url.Values) (Queue, native.State, bool) {
+	name, err := named(v, "queue")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return nil, 0, false
+	}
+	q, ok := s.queue(name)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
+		return nil, 0, false
+	}
+	state, ok := ParseState(v.Get("state"))
+	if !ok {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is unknown, want waiting, active, delayed, completed or failed", v.Get("state")))
+		return nil, 0, false
+	}
+	return q, state, true
+}
+
 // maxListed is the most jobs one list request returns.
 const maxListed = 500
 
 func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	name, err := named(v, "queue")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	q, ok := s.queue(name)
+	q, state, ok := s.queueState(w, v)
 	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
 		return
 	}
 	lister, ok := q.(JobLister)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, fmt.Sprintf("queue %q cannot list its jobs", q.Name()))
-		return
-	}
-	state, ok := ParseState(v.Get("state"))
-	if !ok {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("state %q is unknown, want waiting, active, delayed, completed or failed", v.Get("state")))
 		return
 	}
 	limit := 50
@@ -398,6 +408,7 @@ func (s *Server) jobs(w http.ResponseWriter, r *http.Request) {
 	var (
 		list []native.StoredJob
 		next string
+		err  error
 	)
 	if cursor := v.Get("cursor"); cursor != "" || v.Has("cursor") {
 		pager, ok := q.(JobPager)
