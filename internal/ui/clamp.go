@@ -195,7 +195,7 @@ func (s *Server) clamp(w http.ResponseWriter, r *http.Request) {
 	}
 	ans.Raw = rawOf(raw, bits)
 	ans.AtCap = raw == nil || raw.Cmp(big.NewInt(capNS)) >= 0
-	if c.Random {
+	if f.Jitter != "none" {
 		jd := backoff.Delay(c.Policy, attempt, keyed(ans.Key))
 		d := NewDuration(jd, jd.String())
 		ans.Jittered = &d
