@@ -46,8 +46,8 @@ type boundedText struct {
 }
 
 // bound returns the first limit bytes of b (never cutting a character in
-// two), escaped.
-func bound(b string, limit int) boundedText {
+// two), escaped, its newlines kept when keepNewlines.
+func bound(b string, limit int, keepNewlines bool) boundedText {
 	t := boundedText{Size: len(b), Binary: !utf8.ValidString(b)}
 	if len(b) > limit {
 		b, t.Cut = b[:limit], true
@@ -55,7 +55,7 @@ func bound(b string, limit int) boundedText {
 			b = b[:len(b)-1]
 		}
 	}
-	t.Text = Printable(b, true)
+	t.Text = Printable(b, keepNewlines)
 	return t
 }
 
@@ -167,8 +167,8 @@ func toPageJob(queue string, j native.StoredJob) pageJob {
 		FinishedAt: msOf(j.FinishedAt), FinishedText: timeText(j.FinishedAt),
 		NextFireAt: msOf(j.NextFireAt), NextFireText: timeText(j.NextFireAt),
 		LeaseDeadline: msOf(j.LeaseDeadline), LeaseDeadlineText: timeText(j.LeaseDeadline),
-		LastError:     bound(j.LastError, jobTextLimit),
-		Payload:       bound(string(j.Payload), jobTextLimit),
+		LastError:     bound(j.LastError, jobTextLimit, true),
+		Payload:       bound(string(j.Payload), jobTextLimit, true),
 		Metadata:      []metaEntry{},
 		MetadataCount: len(j.Metadata),
 	}
@@ -178,7 +178,7 @@ func toPageJob(queue string, j native.StoredJob) pageJob {
 	}
 	slices.Sort(keys)
 	for _, k := range keys[:min(len(keys), jobMetaLimit)] {
-		p.Metadata = append(p.Metadata, metaEntry{bound(k, metaValueLimit), bound(j.Metadata[k], metaValueLimit)})
+		p.Metadata = append(p.Metadata, metaEntry{bound(k, metaValueLimit, false), bound(j.Metadata[k], metaValueLimit, true)})
 	}
 	switch j.State {
 	case native.StateCompleted, native.StateFailed:
@@ -229,7 +229,10 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 		if j.MaxAttempts > 0 {
 			rule.MaxAttempts, rule.FromJob = min(j.MaxAttempts, MaxAttemptsLimit), true
 		}
-		c, err := s.model.Curve(Query{Policy: policy, Retries: rule.MaxAttempts - 1, Key: j.ID, From: now, HerdJobs: 1, HerdAttempt: 1, HerdBuckets: 1})
+		// The delays the bar needs: up to the attempt after its last
+		// fire time, whatever the cap.
+		retries := min(rule.MaxAttempts-1, j.Attempts+1+maxBarFires)
+		c, err := s.model.Curve(Query{Policy: policy, Retries: retries, Key: j.ID, From: now, HerdJobs: 1, HerdAttempt: 1, HerdBuckets: 1})
 		var pe *PolicyError
 		switch {
 		case errors.As(err, &pe):
