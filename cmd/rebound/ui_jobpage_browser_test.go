@@ -243,7 +243,9 @@ func TestUIBrowserCurveContrasts(t *testing.T) {
 	if got := eval[string](t, tab, `document.querySelector('#bars-legend [data-legend="linear"]')?.textContent ?? ""`); !strings.Contains(got, "linear(100ms, 100ms, 10s)") {
 		t.Errorf("legend %q does not name the linear schedule", got)
 	}
-	clamp := func(field string) string { return `(document.querySelector('#clamp-out [data-clamp="` + field + `"]')?.textContent ?? "")` }
+	clamp := func(field string) string {
+		return `(document.querySelector('#clamp-out [data-clamp="` + field + `"]')?.textContent ?? "")`
+	}
 	waitFor(t, tab, "attempt 20's raw and clamped values", clamp("raw")+`.startsWith("52,428,800 ms") && `+clamp("clamped")+`.startsWith("10,000 ms")`)
 	if got := eval[string](t, tab, clamp("clamped")); !strings.Contains(got, "clamped from the raw value") {
 		t.Errorf("clamped %q does not say it was clamped", got)
