@@ -304,7 +304,7 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 				ev(barEvent{Kind: "failed", Attempt: n, At: msOf(failed), AtText: timeText(failed), Source: "inferred", Delay: dj,
 					Text: fmt.Sprintf("attempt %d failed (the fire time less the rule's delay %s, if the worker runs this rule)", n, dj.Text)})
 			} else {
-				runs(n, j.NextFireAt)
+				runs(n, now) // the last failed before now, when is not known
 			}
 		}
 		next, nextAttempt = j.NextFireAt, n+1

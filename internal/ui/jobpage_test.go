@@ -144,6 +144,10 @@ func TestJobPageStates(t *testing.T) {
 	}
 	if a := ask("own", "exponential(1s"); a.PolicyError == nil || a.Rule != nil || kinds(a) != "enqueued/stored runs/stored fire/stored" {
 		t.Errorf("bad policy: error %v, marks %s", a.PolicyError, kinds(a))
+	} else if a.Events[1].End != a.At {
+		// Without the rule the last failure is not known, only that it
+		// was before now: the span ends now, not at the fire time ahead.
+		t.Errorf("bad policy: the attempts' span ends at %d, want now, %d", a.Events[1].End, a.At)
 	}
 	if _, code := jobPageOf(t, s, url.Values{"queue": {"emails"}, "id": {"nope"}}); code != http.StatusNotFound {
 		t.Errorf("missing job: %d, want 404", code)
