@@ -265,17 +265,23 @@ func TestUIBrowserCurveContrasts(t *testing.T) {
 	waitFor(t, tab, "the contrast to go", `!document.querySelector("#bars .contrast") && document.querySelector("#policy").value === "linear(100ms, 50ms, 1s)"`)
 }
 
-// -read-only, as the operator sees it: no action's button anywhere (rows,
-// lookup, pause), a banner that says so, and a POST the page's own script
-// makes with the page's token is refused with 403.
+// -read-only, as the operator sees it, beside a queue of 100,000 jobs: no
+// action's button anywhere (rows, waiting rows that would offer Delete,
+// the lookup, pause), a banner that says so, and a POST (or any other
+// write) with the page's own token is refused with 403.
 func TestUIBrowserReadOnly(t *testing.T) {
 	rdb := testenv.Redis(t)
 	prefix := testenv.Prefix(t, rdb)
 	populate(t, rdb, prefix)
+	bulk, err := native.NewQueue(rdb, "bulk", native.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bulkQueue(t, bulk, 100_000, 0, 0)
 	tab := newTab(t, 1280, 1000)
-	page := startUI(t, "-read-only", "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-prefix", prefix, "-refresh", "250ms")
+	page := startUI(t, "-read-only", "-redis", "redis://"+testenv.RedisAddr(), "-queue", "emails", "-queue", "bulk", "-prefix", prefix, "-refresh", "250ms")
 	do(t, tab, chromedp.Navigate(page+"#queues"))
-	waitFor(t, tab, "the delayed and failed lists", `document.querySelector('[data-list="delayed"] li[data-job]') && document.querySelector('[data-list="failed"] li[data-job]')`)
+	waitFor(t, tab, "the delayed and failed lists, and 100,000 waiting jobs", `document.querySelector('[data-queue="emails"] [data-list="delayed"] li[data-job]') && document.querySelector('[data-queue="emails"] [data-list="failed"] li[data-job]') && document.querySelector('[data-queue="bulk"] [data-list="waiting"] li[data-job="w000000"]')`)
 	if got := eval[int](t, tab, `document.querySelectorAll("button[data-action], button[data-pause]").length`); got != 0 {
 		t.Errorf("a read-only page shows %d action buttons", got)
 	}
@@ -283,7 +289,7 @@ func TestUIBrowserReadOnly(t *testing.T) {
 		t.Errorf("banner %q", got)
 	}
 	// The lookup shows the job, without buttons, and links its page.
-	id := eval[string](t, tab, `document.querySelector('[data-list="failed"] li[data-job]').dataset.job`)
+	id := eval[string](t, tab, `document.querySelector('[data-queue="emails"] [data-list="failed"] li[data-job]').dataset.job`)
 	typeInto(t, tab, `[data-queue="emails"] .lookup input`, id)
 	click(t, tab, `[data-queue="emails"] .lookup button`)
 	waitFor(t, tab, "the looked-up job", `!!document.querySelector('[data-queue="emails"] .lookup-result .job a.open-job')`)
@@ -314,6 +320,21 @@ func TestUIBrowserReadOnly(t *testing.T) {
 	q, err := native.NewQueue(rdb, "emails", native.WithPrefix(prefix))
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, path := range []string{"api/queues", "api/action?x=1"} {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+			req, _ := http.NewRequest(m, page+path, strings.NewReader("{}"))
+			req.Header.Set("X-Rebound-Token", token)
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if res.StatusCode != http.StatusForbidden {
+				t.Errorf("%s /%s on a read-only server: %d, want 403", m, path, res.StatusCode)
+			}
+		}
 	}
 	if j, err := q.Job(context.Background(), id); err != nil || j.State != native.StateFailed {
 		t.Errorf("the job after the refused retry: %+v, %v; want it still failed", j, err)
