@@ -243,6 +243,9 @@ func TestUIBrowserCurveContrasts(t *testing.T) {
 	if got := eval[string](t, tab, `document.querySelector('#bars-legend [data-legend="linear"]')?.textContent ?? ""`); !strings.Contains(got, "linear(100ms, 100ms, 10s)") {
 		t.Errorf("legend %q does not name the linear schedule", got)
 	}
+	if got := eval[string](t, tab, `document.querySelector('#bars-legend [data-legend="verdict"]')?.textContent ?? ""`); got != "by attempt 5 the exponential waits 1.6s, 3.2x the linear's 500ms" {
+		t.Errorf("verdict %q, want the design notes' (by attempt 5 the exponential is about three times the linear)", got)
+	}
 	clamp := func(field string) string {
 		return `(document.querySelector('#clamp-out [data-clamp="` + field + `"]')?.textContent ?? "")`
 	}

@@ -36,6 +36,10 @@ type contrastJSON struct {
 	Text string `json:"text"`
 	// Plan is its schedule, attempts 1..Retries, as the curve's Plan.
 	Plan []Step `json:"plan"`
+	// Verdict compares the two at the last attempt tabled, e.g. "by
+	// attempt 5 the exponential waits 1.6s, 3.2x the linear's 500ms",
+	// the exponential without its jitter.
+	Verdict string `json:"verdict"`
 }
 
 // contrast returns the linear contrast of c's curve for q, or nil.
@@ -48,10 +52,23 @@ func (s *Server) contrast(c Curve, q Query) *contrastJSON {
 	if err != nil {
 		return nil
 	}
-	if lc.Plan == nil {
-		lc.Plan = []Step{}
+	if len(lc.Plan) == 0 {
+		return &contrastJSON{Text: lc.Text, Plan: []Step{}}
 	}
-	return &contrastJSON{Text: lc.Text, Plan: lc.Plan}
+	exp := c.Plan
+	if c.Steady != nil {
+		exp = c.Steady
+	}
+	out := &contrastJSON{Text: lc.Text, Plan: lc.Plan}
+	if len(exp) == len(lc.Plan) {
+		e, l := exp[len(exp)-1], lc.Plan[len(lc.Plan)-1]
+		en, _ := strconv.ParseInt(e.Delay.NS, 10, 64)
+		ln, _ := strconv.ParseInt(l.Delay.NS, 10, 64)
+		if ln > 0 {
+			out.Verdict = fmt.Sprintf("by attempt %d the exponential waits %s, %sx the linear's %s", e.Attempt, e.Delay.Text, strconv.FormatFloat(float64(en)/float64(ln), 'g', 3, 64), l.Delay.Text)
+		}
+	}
+	return out
 }
 
 // maxExactShift is the largest doubling the clamp view writes out in

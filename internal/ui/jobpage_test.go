@@ -29,10 +29,16 @@ func (m planModel) Curve(q Query) (Curve, error) {
 	if q.Key != "" {
 		src = backoff.Key(q.Key)
 	}
-	_, removed := c.Policy.(backoff.FullJitterPolicy)
-	c.Random = removed
-	for _, st := range backoff.Schedule(c.Policy, src, q.Retries) {
-		c.Plan = append(c.Plan, Step{Attempt: st.Attempt, Delay: NewDuration(st.Delay, st.Delay.String()), Total: NewDuration(st.Total, st.Total.String())})
+	table := func(p backoff.Policy) []Step {
+		var out []Step
+		for _, st := range backoff.Schedule(p, src, q.Retries) {
+			out = append(out, Step{Attempt: st.Attempt, Delay: NewDuration(st.Delay, st.Delay.String()), Total: NewDuration(st.Total, st.Total.String())})
+		}
+		return out
+	}
+	c.Plan = table(c.Policy)
+	if j, ok := c.Policy.(backoff.FullJitterPolicy); ok {
+		c.Random, c.Steady = true, table(j.Inner())
 	}
 	return c, nil
 }
@@ -259,6 +265,9 @@ func TestCurveContrast(t *testing.T) {
 		if want := strconv.FormatInt(int64(time.Duration(i+1)*100*time.Millisecond), 10); st.Delay.NS != want {
 			t.Errorf("linear attempt %d: %s ns, want %s", i+1, st.Delay.NS, want)
 		}
+	}
+	if want := "by attempt 5 the exponential waits 1.6s, 3.2x the linear's 500ms"; a.Contrast.Verdict != want {
+		t.Errorf("verdict %q, want %q", a.Contrast.Verdict, want)
 	}
 	if a := decode[curveAnswer](t, get(s, "/api/curve?policy=linear(1s,1s,5s)")); a.Contrast != nil {
 		t.Errorf("a linear curve has a contrast: %+v", a.Contrast)

@@ -559,7 +559,8 @@
     plan.forEach((p, i) => {
       const cx = m.l + band * (i + 0.5);
       const grp = s("g", { "data-attempt": p.attempt },
-        s("title", { text: `attempt ${p.attempt}: ${p.delay.text}` + (steady ? ` (without jitter ${steady[i].delay.text})` : "") }),
+        s("title", { text: `attempt ${p.attempt}: ${p.delay.text}` + (steady ? ` (without jitter ${steady[i].delay.text})` : "") +
+          (linear ? `; linear ${linear[i].delay.text}` : "") }),
         s("rect", { class: "hit", x: num(cx - band / 2), y: m.t, width: num(band), height: ih, fill: "transparent" }),
         s("rect", { class: "bar", x: num(cx - bw / 2), y: num(y(p.delay.ms)), width: num(bw), height: num(m.t + ih - y(p.delay.ms)), rx: bw > 6 ? 2 : 0 }));
       if (steady) {
@@ -582,7 +583,10 @@
     box.replaceChildren(g);
     const legend = [h("span", {}, h("i", { class: "swatch accent" }), ans.random && ans.key ? `job "${ans.key}"` : "delay")];
     if (steady) legend.push(h("span", {}, h("i", { class: "swatch ghost" }), "without jitter"));
-    if (linear) legend.push(h("span", { "data-legend": "linear" }, h("i", { class: "swatch linear" }), `${ans.contrast.text}: linear, the same base, for contrast`));
+    if (linear) {
+      legend.push(h("span", { "data-legend": "linear" }, h("i", { class: "swatch linear" }), `${ans.contrast.text}: linear, the same base, for contrast`));
+      if (ans.contrast.verdict) legend.push(h("span", { "data-legend": "verdict" }, ans.contrast.verdict));
+    }
     if (showCap) legend.push(h("span", {}, h("i", { class: "swatch cap" }), `cap ${ans.max.text}`));
     $("#bars-legend").replaceChildren(...legend);
   }
