@@ -343,3 +343,39 @@ func TestUIBrowserReadOnly(t *testing.T) {
 		t.Errorf("the job after the refused retry: %+v, %v; want it still failed", j, err)
 	}
 }
+
+// A job's page keeps the window's width whatever the job's text: a queue
+// name, an ID, a name, a payload, an error and metadata of 5000 characters
+// without a break each wrap or scroll inside their boxes, and the bar
+// keeps to its card.
+func TestUIBrowserJobPageLongText(t *testing.T) {
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx := context.Background()
+	long := func(c string) string { return strings.Repeat(c, 5000) }
+	queueName := "q" + long("Q")
+	q, err := native.NewQueue(rdb, queueName, native.WithPrefix(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "f" + long("i")
+	if _, err := q.Enqueue(ctx, []byte(long("p")), native.WithID(id), native.WithName(long("n")), native.WithMetadata(map[string]string{long("k"): long("v")})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	tab := newTab(t, 1024, 800)
+	page := startUI(t, "-redis", "redis://"+testenv.RedisAddr(), "-queue", queueName, "-prefix", prefix, "-refresh", "250ms")
+	do(t, tab, chromedp.Navigate(page+strings.TrimPrefix(jobPath(queueName, id, "exponential(1s, 1m)", 5), "/")))
+	waitFor(t, tab, "the job's page", `document.querySelector("#job-state")?.textContent === "failed · cancelled" && [...document.querySelectorAll("#job-bar .mark")].map((m) => m.dataset.kind).join(" ") === "enqueued failed"`)
+	type dims struct{ Scroll, Inner int }
+	if d := eval[dims](t, tab, `({scroll: document.documentElement.scrollWidth, inner: window.innerWidth})`); d.Scroll > d.Inner {
+		t.Errorf("the job's page is %d px wide in a window of %d px", d.Scroll, d.Inner)
+	}
+}
+
+// jobPath is the address of a job's page, as the lists link it.
+func jobPath(queue, id, policy string, attempts int) string {
+	return "/job?" + url.Values{"queueKey": {b64(queue)}, "idKey": {b64(id)}, "policy": {policy}, "attempts": {fmt.Sprint(attempts)}}.Encode()
+}
