@@ -15,10 +15,12 @@ import (
 	"html/template"
 	"io/fs"
 	"log"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -422,6 +424,8 @@ type pageData struct {
 	Token    string
 	Queues   bool
 	ReadOnly bool
+	// MaxInt is the largest attempt the clamp view takes, math.MaxInt.
+	MaxInt string
 }
 
 func (s *Server) servePage(w http.ResponseWriter, _ *http.Request) {
@@ -436,7 +440,7 @@ func (s *Server) serveJobPage(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) render(w http.ResponseWriter, t *template.Template) {
 	var buf bytes.Buffer
-	err := t.Execute(&buf, pageData{s.csrf, len(s.queues) > 0, s.readOnly})
+	err := t.Execute(&buf, pageData{s.csrf, len(s.queues) > 0, s.readOnly, strconv.Itoa(math.MaxInt)})
 	if err != nil {
 		s.errLog.Printf("rebound ui: render page: %v", err)
 		http.Error(w, "rebound ui: cannot render the page", http.StatusInternalServerError)

@@ -108,7 +108,7 @@
       const kids = [h("pre", { text: t.text })];
       const notes = [];
       if (t.binary) notes.push("not UTF-8: bytes shown as \\xNN");
-      if (t.cut) notes.push(`the first ${t.text.length ? "part" : "bytes"} of ${t.size.toLocaleString()} bytes`);
+      if (t.cut) notes.push(`cut: the first part of the ${t.size.toLocaleString()} bytes stored`);
       if (notes.length) kids.push(h("small", { class: "muted", text: notes.join("; ") }));
       return t.size ? kids : `no ${what}`;
     };
