@@ -51,7 +51,18 @@ The page loads nothing from the network. It listens on loopback only and
 answers only requests addressed to loopback, so other machines and other
 sites cannot reach it. To serve it beyond this machine, pass -remote: every
 request then needs a token (-token, or one is generated and printed with the
-address). Ctrl-C stops it.
+address). -read-only serves the page without its actions: none is shown,
+and every request that is not a read is refused, whatever token it
+carries. -tls-cert and -tls-key (or -tls-self-signed, for development)
+serve it over TLS, and the token's cookie is then marked Secure.
+
+Each job has its own page (/job, opened from any list row, from the
+lookup, or by ID): everything the queue stores about it, escaped and
+bounded, and its schedule on one time bar, the attempts so far as far as
+the queue stores their times and the next fire times of the rule the page
+shows. Beside an exponential curve the page draws the linear schedule of
+the same base, dashed, and for a chosen attempt the curve's raw value
+next to the delay its cap clamps it to. Ctrl-C stops it.
 
 Flags:
 `)
@@ -69,6 +80,12 @@ type uiOptions struct {
 	remote  bool
 	token   string
 	refresh time.Duration
+	// readOnly serves the page without its actions; tlsCert, tlsKey and
+	// tlsSelfSigned serve it over TLS.
+	readOnly      bool
+	tlsCert       string
+	tlsKey        string
+	tlsSelfSigned bool
 }
 
 // stringsFlag is a repeatable string flag.
@@ -87,6 +104,10 @@ func uiFlags() (*flag.FlagSet, *uiOptions) {
 	fs.BoolVar(&o.remote, "remote", false, "allow a non-loopback -addr; every request then needs the access token")
 	fs.StringVar(&o.token, "token", "", "access `TOKEN` for -remote, at least "+strconv.Itoa(ui.MinTokenLen)+" characters; empty generates one")
 	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts, at least "+ui.MinRefresh.String())
+	fs.BoolVar(&o.readOnly, "read-only", false, "serve the page without its actions: no action is shown, and every request that is not a read is refused (403)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve over TLS with the PEM certificate in `FILE` (needs -tls-key); the token's cookie is then Secure")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key `FILE` of -tls-cert")
+	fs.BoolVar(&o.tlsSelfSigned, "tls-self-signed", false, "serve over TLS with a self-signed certificate made at start (for development; its fingerprint is printed)")
 	return fs, o
 }
 
@@ -143,7 +164,12 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		return usageError(stderr, fs, "-token is %d characters, want at least %d", utf8.RuneCountInString(o.token), ui.MinTokenLen)
 	}
 
-	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh, ErrorLog: log.New(stderr, "rebound ui: ", 0)}
+	tlsConfig, tlsLine, err := uiTLS(o.tlsCert, o.tlsKey, o.tlsSelfSigned, host)
+	if err != nil {
+		return usageError(stderr, fs, "%v", err)
+	}
+	cfg := ui.Config{Model: cliModel{}, Remote: o.remote, Token: o.token, Refresh: o.refresh, ErrorLog: log.New(stderr, "rebound ui: ", 0),
+		ReadOnly: o.readOnly, TLS: tlsConfig}
 	if o.remote && cfg.Token == "" {
 		cfg.Token = rand.Text()
 	}
@@ -177,8 +203,14 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		fmt.Fprintf(stderr, "rebound ui: %v\n", err)
 		return exitFail
 	}
-	page := pageURL(ln.Addr().(*net.TCPAddr), o.remote, cfg.Token, policy)
+	page := pageURL(ln.Addr().(*net.TCPAddr), o.remote, tlsConfig != nil, cfg.Token, policy)
 	fmt.Fprintf(stdout, "rebound ui: serving %s\n", page)
+	if tlsConfig != nil {
+		fmt.Fprintf(stdout, "rebound ui: over TLS, with %s\n", tlsLine)
+	}
+	if o.readOnly {
+		fmt.Fprintln(stdout, "rebound ui: read-only: the page takes no actions")
+	}
 	if o.remote {
 		fmt.Fprintf(stdout, "rebound ui: the page needs its token, %s: it is in the address above; keep it secret\n", cfg.Token)
 	}
@@ -205,7 +237,7 @@ func loopbackAddr(host string) bool {
 
 // pageURL is the address to open: on an unspecified IP (every interface)
 // it names this machine's host name.
-func pageURL(a *net.TCPAddr, remote bool, token, policy string) string {
+func pageURL(a *net.TCPAddr, remote, overTLS bool, token, policy string) string {
 	host := a.IP.String()
 	if a.IP.IsUnspecified() {
 		host = "localhost"
@@ -215,7 +247,11 @@ func pageURL(a *net.TCPAddr, remote bool, token, policy string) string {
 			}
 		}
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, strconv.Itoa(a.Port)), Path: "/"}
+	scheme := "http"
+	if overTLS {
+		scheme = "https"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, strconv.Itoa(a.Port)), Path: "/"}
 	v := url.Values{}
 	if policy != "" {
 		v.Set("policy", policy)

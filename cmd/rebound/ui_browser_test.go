@@ -32,7 +32,8 @@ import (
 // They run wherever Chromium is installed and skip elsewhere, unless
 // REBOUND_REQUIRE_BROWSER=1 (CI sets it) makes a missing browser a failure.
 // REBOUND_BROWSER names the browser binary when it is not on PATH.
-// REBOUND_UPDATE_SCREENSHOT=1 rewrites docs/ui.png, the README's screenshot.
+// REBOUND_UPDATE_SCREENSHOT=1 rewrites docs/ui.png, the README's screenshot,
+// and docs/ui-job.png, a job's page.
 
 const (
 	requireBrowserEnv   = "REBOUND_REQUIRE_BROWSER"

@@ -40,6 +40,9 @@ type curveAnswer struct {
 	From string `json:"from"`
 	// Form is the policy as the controls show it; nil when they cannot.
 	Form *Form `json:"form"`
+	// Contrast is, for an exponential curve, the linear schedule of the
+	// same base and cap, drawn dashed beside it; nil for other curves.
+	Contrast *contrastJSON `json:"contrast"`
 	// Commands are the rebound commands that print the same numbers.
 	Commands struct {
 		Plan string `json:"plan"`
@@ -74,6 +77,7 @@ func (s *Server) curve(w http.ResponseWriter, r *http.Request) {
 	if a.Plan == nil {
 		a.Plan = []Step{}
 	}
+	a.Contrast = s.contrast(c, q)
 	a.Commands.Plan = planCommand(c.Text, q)
 	a.Commands.Herd = herdCommand(c.Text, q)
 	writeJSON(w, http.StatusOK, a)

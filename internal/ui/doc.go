@@ -21,6 +21,9 @@
 //     embeds, in the X-Rebound-Token header, and pass Go's cross-origin
 //     checks (Sec-Fetch-Site, Origin).
 //   - A Content-Security-Policy allows only the page's own scripts and styles.
+//   - A read-only server ([Config].ReadOnly) refuses every request that is
+//     not a read, before any other check of it, and reports no action.
+//   - Over TLS ([Config].TLS) the access token's cookie is Secure.
 //
 // # Queue actions
 //
@@ -29,4 +32,14 @@
 // gains that feature in the API and the page without further change here:
 // the server reports each queue's features and the page shows only the
 // controls a queue supports.
+//
+// # A job's page
+//
+// /job shows one job (named by the exact bytes of its queue's name and
+// its ID, in base64url): everything the queue stores about it, escaped
+// and bounded, and its schedule on one time bar, the attempts so far as
+// far as the queue stores their times and the next fire times of a rule
+// the page names, computed by the [Model] keyed by the job's ID. The
+// queue does not store the worker's rule; the page says whose times it
+// draws.
 package ui

@@ -25,17 +25,31 @@ type Form struct {
 	Cap  *Duration `json:"cap"`
 }
 
+// curveOf returns p without its jitter wrapper, if it has one.
+func curveOf(p backoff.Policy) backoff.Policy {
+	switch w := p.(type) {
+	case backoff.FullJitterPolicy:
+		return w.Inner()
+	case backoff.EqualJitterPolicy:
+		return w.Inner()
+	case backoff.ProportionalPolicy:
+		return w.Inner()
+	}
+	return p
+}
+
 // formOf returns p's Form, or nil when the controls cannot show p.
 func formOf(p backoff.Policy) *Form {
 	f := &Form{Jitter: "none"}
 	switch w := p.(type) {
 	case backoff.FullJitterPolicy:
-		f.Jitter, p = "full", w.Inner()
+		f.Jitter = "full"
 	case backoff.EqualJitterPolicy:
-		f.Jitter, p = "equal", w.Inner()
+		f.Jitter = "equal"
 	case backoff.ProportionalPolicy:
-		f.Jitter, f.Fraction, p = "proportional", w.Fraction(), w.Inner()
+		f.Jitter, f.Fraction = "proportional", w.Fraction()
 	}
+	p = curveOf(p)
 	var names []string
 	switch p.(type) {
 	case backoff.FixedPolicy:

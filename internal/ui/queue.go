@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -87,7 +88,9 @@ const (
 	featurePause  = "pause"  // Pauser
 )
 
-func features(q Queue) []string {
+// features returns the features q reports; a read-only server reports
+// no action's.
+func (s *Server) features(q Queue) []string {
 	f := []string{}
 	if _, ok := q.(JobLister); ok {
 		f = append(f, featureJobs)
@@ -106,6 +109,9 @@ func features(q Queue) []string {
 	}
 	if _, ok := q.(Pauser); ok {
 		f = append(f, featurePause)
+	}
+	if s.readOnly {
+		f = slices.DeleteFunc(f, func(x string) bool { return x != featureJobs && x != featurePages })
 	}
 	return f
 }
@@ -290,7 +296,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 func (s *Server) queueList(w http.ResponseWriter, _ *http.Request) {
 	out := make([]queueInfo, len(s.queues))
 	for i, q := range s.queues {
-		out[i] = queueInfo{Name: q.Name(), Key: textKey(q.Name()), Text: Printable(q.Name(), false), Features: features(q)}
+		out[i] = queueInfo{Name: q.Name(), Key: textKey(q.Name()), Text: Printable(q.Name(), false), Features: s.features(q)}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -309,55 +315,9 @@ func named(v url.Values, param string) (string, error) {
 }
 
 func (s *Server) job(w http.ResponseWriter, r *http.Request) {
-	name, err := named(r.URL.Query(), "queue")
-	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	// idKey may be given more than once: the first of those IDs that names
-	// a job is looked up (the page sends what was typed, and what it reads
-	// as once its escapes are decoded).
-	ids := []string{r.URL.Query().Get("id")}
-	if keys := r.URL.Query()["idKey"]; len(keys) > 0 {
-		ids = ids[:0]
-		for _, k := range keys {
-			id, ok := fromKey(k)
-			if !ok {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("idKey %q is not base64url, want the key the page was given", k))
-				return
-			}
-			if id != "" {
-				ids = append(ids, id)
-			}
-		}
-		if len(ids) == 0 {
-			ids = []string{""}
-		}
-	}
-	id := ids[0]
-	q, ok := s.queue(name)
-	if !ok {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no queue %q here; this page shows %s", name, s.queueNames()))
-		return
-	}
-	if id == "" {
-		writeError(w, http.StatusBadRequest, "missing job ID, want ?queue=NAME&id=JOB_ID (or queueKey and idKey, in base64url)")
-		return
-	}
-	j, err := q.Job(r.Context(), id)
-	for _, other := range ids[1:] {
-		if !errors.Is(err, native.ErrNotFound) {
-			break
-		}
-		j, err = q.Job(r.Context(), other)
-	}
-	switch {
-	case errors.Is(err, native.ErrNotFound):
-		writeError(w, http.StatusNotFound, fmt.Sprintf("queue %q has no job %q (never enqueued, or dropped by retention)", name, id))
-	case err != nil:
-		writeError(w, http.StatusBadGateway, err.Error())
-	default:
-		writeJSON(w, http.StatusOK, toJobJSON(name, j))
+	j, q, ok := s.lookup(w, r)
+	if ok {
+		writeJSON(w, http.StatusOK, toJobJSON(q.Name(), j))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"embed"
 	"encoding/base64"
 	"encoding/hex"
@@ -14,10 +15,12 @@ import (
 	"html/template"
 	"io/fs"
 	"log"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -47,6 +50,15 @@ type Config struct {
 	Refresh time.Duration
 	// ErrorLog receives the HTTP server's own errors (nil: discarded).
 	ErrorLog *log.Logger
+	// ReadOnly serves the page without its actions: no queue reports an
+	// action feature, so the page shows no action's control, and every
+	// request that is not a read (any method but GET, HEAD and OPTIONS)
+	// is refused with 403, whatever token it carries.
+	ReadOnly bool
+	// TLS, if not nil, serves the page over TLS with this configuration
+	// (it must hold a certificate); the access token's cookie is then
+	// marked Secure.
+	TLS *tls.Config
 }
 
 // Server is rebound's browser page and its JSON API.
@@ -59,8 +71,12 @@ type Server struct {
 	csrf    string // per-process token the page sends with every POST
 	refresh time.Duration
 	errLog  *log.Logger
-	page    *template.Template
-	static  map[string]staticFile
+	// readOnly: no actions (Config.ReadOnly).
+	readOnly bool
+	tls      *tls.Config
+	page     *template.Template
+	jobDoc   *template.Template
+	static   map[string]staticFile
 }
 
 type staticFile struct {
@@ -110,13 +126,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("ui: refresh interval %s is below %s, the shortest, want an interval such as 1s (0 for the default)", cfg.Refresh, MinRefresh)
 	}
 	s := &Server{
-		model:   cfg.Model,
-		queues:  cfg.Queues,
-		remote:  cfg.Remote,
-		csrf:    rand.Text(),
-		refresh: cfg.Refresh,
-		errLog:  cfg.ErrorLog,
-		static:  map[string]staticFile{},
+		model:    cfg.Model,
+		queues:   cfg.Queues,
+		remote:   cfg.Remote,
+		csrf:     rand.Text(),
+		refresh:  cfg.Refresh,
+		errLog:   cfg.ErrorLog,
+		readOnly: cfg.ReadOnly,
+		static:   map[string]staticFile{},
+	}
+	if cfg.TLS != nil {
+		if len(cfg.TLS.Certificates) == 0 && cfg.TLS.GetCertificate == nil {
+			return nil, errors.New("ui: the TLS configuration holds no certificate, want one (tls.LoadX509KeyPair)")
+		}
+		s.tls = cfg.TLS.Clone()
 	}
 	if s.refresh == 0 {
 		s.refresh = time.Second
@@ -133,8 +156,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: page template: %w", err)
 	}
+	s.jobDoc, err = template.ParseFS(assets, "assets/job.html")
+	if err != nil {
+		return nil, fmt.Errorf("ui: job page template: %w", err)
+	}
 	err = fs.WalkDir(assets, "assets", func(name string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || name == "assets/index.html" {
+		if err != nil || d.IsDir() || name == "assets/index.html" || name == "assets/job.html" {
 			return err
 		}
 		body, err := assets.ReadFile(name)
@@ -165,6 +192,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.servePage)
+	mux.HandleFunc("GET /job", s.serveJobPage)
 	for name := range s.static {
 		mux.HandleFunc("GET "+name, s.serveStatic)
 	}
@@ -174,6 +202,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/job", s.job)
 	mux.HandleFunc("GET /api/jobs", s.jobs)
 	mux.HandleFunc("GET /api/find", s.find)
+	mux.HandleFunc("GET /api/jobpage", s.jobPage)
+	mux.HandleFunc("GET /api/clamp", s.clamp)
 	mux.HandleFunc("POST /api/action", s.action)
 
 	cop := http.NewCrossOriginProtection()
@@ -181,6 +211,7 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, http.StatusForbidden, "cross-origin request refused: actions are taken from this page only")
 	}))
 	var h http.Handler = s.checkToken(mux)
+	h = s.refuseWrites(h)
 	h = cop.Handler(h)
 	h = s.authorize(h)
 	h = s.checkHost(h)
@@ -209,7 +240,15 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:    s.errLog,
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	if s.tls != nil {
+		// HTTP/1.1 only: the timeouts above and the event stream's
+		// deadlines are per connection.
+		srv.TLSConfig = s.tls
+		srv.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -349,6 +388,26 @@ func (s *Server) checkToken(h http.Handler) http.Handler {
 	})
 }
 
+// readOnlyRefusal is what a read-only server answers a request that is
+// not a read.
+const readOnlyRefusal = "this server is read-only (rebound ui -read-only): it takes no actions; serve the page without -read-only to act on queues"
+
+// refuseWrites refuses, on a read-only server, every request that is not
+// a read, before any other check of it: no token makes it an action.
+func (s *Server) refuseWrites(h http.Handler) http.Handler {
+	if !s.readOnly {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			h.ServeHTTP(w, r)
+		default:
+			writeError(w, http.StatusForbidden, readOnlyRefusal)
+		}
+	})
+}
+
 // equalTokens compares a presented token with the expected one in time
 // that does not depend on where they differ.
 func equalTokens(got, want string) bool {
@@ -360,12 +419,28 @@ func equalTokens(got, want string) bool {
 	return diff == 0 && want != ""
 }
 
-func (s *Server) servePage(w http.ResponseWriter, r *http.Request) {
+// pageData is what the page templates are given.
+type pageData struct {
+	Token    string
+	Queues   bool
+	ReadOnly bool
+	// MaxInt is the largest attempt the clamp view takes, math.MaxInt.
+	MaxInt string
+}
+
+func (s *Server) servePage(w http.ResponseWriter, _ *http.Request) {
+	s.render(w, s.page)
+}
+
+// serveJobPage serves a job's page; the job it shows is named in its
+// query (queueKey and idKey, or queue and id) and read by its script.
+func (s *Server) serveJobPage(w http.ResponseWriter, _ *http.Request) {
+	s.render(w, s.jobDoc)
+}
+
+func (s *Server) render(w http.ResponseWriter, t *template.Template) {
 	var buf bytes.Buffer
-	err := s.page.Execute(&buf, struct {
-		Token  string
-		Queues bool
-	}{s.csrf, len(s.queues) > 0})
+	err := t.Execute(&buf, pageData{s.csrf, len(s.queues) > 0, s.readOnly, strconv.Itoa(math.MaxInt)})
 	if err != nil {
 		s.errLog.Printf("rebound ui: render page: %v", err)
 		http.Error(w, "rebound ui: cannot render the page", http.StatusInternalServerError)

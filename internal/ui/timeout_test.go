@@ -2,10 +2,13 @@ package ui
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -108,5 +111,82 @@ func TestServerClosesIdleAndSlowConnections(t *testing.T) {
 		if d := time.Since(start); d < 2*time.Second || events < 4 {
 			t.Errorf("remote %v: the event stream ended after %s and %d events (%v), want it open past the 600ms timeouts", remote, d.Round(time.Millisecond), events, sc.Err())
 		}
+	}
+}
+
+// Over TLS the timeouts hold too: a connection that never finishes its
+// handshake, and one idle after a request, are closed; the event stream
+// goes on past them; and Serve's TLS answers with the Secure cookie.
+func TestServeTLSKeepsTimeouts(t *testing.T) {
+	shrinkTimeouts(t, 300*time.Millisecond, 600*time.Millisecond, 600*time.Millisecond, 300*time.Millisecond)
+	ts := httptest.NewTLSServer(http.NotFoundHandler())
+	cert, pool := ts.TLS.Certificates[0], x509.NewCertPool()
+	pool.AddCert(ts.Certificate())
+	ts.Close()
+	token := "0123456789abcdef-secret"
+	s := newServer(t, Config{Queues: []Queue{newFakeQueue("emails")}, Refresh: MinRefresh, Remote: true, Token: token,
+		TLS: &tls.Config{Certificates: []tls.Certificate{cert}}})
+	base, _ := serve(t, s)
+	addr := strings.TrimPrefix(base, "http://")
+
+	// A handshake that never comes.
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !closedWithin(t, c, 5*time.Second) {
+		t.Error("a connection that never starts its TLS handshake is still open after 5s")
+	}
+
+	// The httptest certificate names example.com; the client asks for it.
+	client := &http.Client{
+		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "example.com"}},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	res, err := client.Get("https://" + addr + "/?token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if cs := res.Cookies(); len(cs) != 1 || !cs[0].Secure || res.TLS == nil || res.ProtoMajor != 1 {
+		t.Errorf("answer %s over TLS %v, cookies %+v; want HTTP/1.1 and one Secure cookie", res.Proto, res.TLS != nil, cs)
+	}
+
+	// Idle after a request.
+	tc, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tc.Close()
+	if _, err := io.WriteString(tc, "GET /favicon.svg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = http.ReadResponse(bufio.NewReader(tc), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, res.Body)
+	if !closedWithin(t, tc, 5*time.Second) {
+		t.Errorf("an idle TLS keep-alive connection (after a %d) is still open after 5s", res.StatusCode)
+	}
+
+	// The event stream goes on past every timeout.
+	req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/api/queues/events", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err = client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(res.Body)
+	start, events := time.Now(), 0
+	for time.Since(start) < 2*time.Second && sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			events++
+		}
+	}
+	res.Body.Close()
+	if d := time.Since(start); d < 2*time.Second || events < 4 {
+		t.Errorf("the event stream over TLS ended after %s and %d events (%v), want it open past the 600ms timeouts", d.Round(time.Millisecond), events, sc.Err())
 	}
 }

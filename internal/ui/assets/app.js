@@ -374,6 +374,7 @@
     renderTable(ans);
     renderBars(ans);
     renderHerd(ans);
+    computeClamp();
     const url = new URLSearchParams({ policy: ans.text, attempts: String(state.attempts), key: state.key, herdAttempt: String(state.herdAttempt) });
     history.replaceState(null, "", "?" + url + location.hash);
   }
@@ -541,7 +542,8 @@
     const iw = W - m.l - m.r;
     const ih = H - m.t - m.b;
     const steady = ans.steady;
-    const tallest = Math.max(...plan.map((p) => p.delay.ms), ...(steady || []).map((p) => p.delay.ms));
+    const linear = ans.contrast ? ans.contrast.plan : null;
+    const tallest = Math.max(...plan.map((p) => p.delay.ms), ...(steady || []).map((p) => p.delay.ms), ...(linear || []).map((p) => p.delay.ms));
     const showCap = ans.max.ms > 0 && ans.max.ms <= tallest * 1.6;
     const yt = ticks(Math.max(tallest, showCap ? ans.max.ms : 0), 4);
     const y = (ms) => m.t + ih - (ms / yt.top) * ih;
@@ -557,18 +559,34 @@
     plan.forEach((p, i) => {
       const cx = m.l + band * (i + 0.5);
       const grp = s("g", { "data-attempt": p.attempt },
-        s("title", { text: `attempt ${p.attempt}: ${p.delay.text}` + (steady ? ` (without jitter ${steady[i].delay.text})` : "") }),
+        s("title", { text: `attempt ${p.attempt}: ${p.delay.text}` + (steady ? ` (without jitter ${steady[i].delay.text})` : "") +
+          (linear ? `; linear ${linear[i].delay.text}` : "") }),
         s("rect", { class: "hit", x: num(cx - band / 2), y: m.t, width: num(band), height: ih, fill: "transparent" }),
         s("rect", { class: "bar", x: num(cx - bw / 2), y: num(y(p.delay.ms)), width: num(bw), height: num(m.t + ih - y(p.delay.ms)), rx: bw > 6 ? 2 : 0 }));
       if (steady) {
         grp.append(s("rect", { class: "ghost", x: num(cx - bw / 2 - 0.5), y: num(y(steady[i].delay.ms)), width: num(bw + 1), height: num(m.t + ih - y(steady[i].delay.ms)) }));
       }
       if (i % every === 0) grp.append(s("text", { x: num(cx), y: H - m.b + 17, "text-anchor": "middle", text: String(p.attempt) }));
+      grp.addEventListener("click", () => chooseClampAttempt(p.attempt));
       g.append(hoverable(grp, p.attempt));
     });
+    // The linear schedule of the same base, dashed, for contrast: it
+    // grows by a fixed step where the exponential doubles.
+    if (linear) {
+      const pts = linear.map((p, i) => `${num(m.l + band * (i + 0.5))},${num(y(p.delay.ms))}`).join(" ");
+      const line = s("g", { class: "contrast", "data-policy": ans.contrast.text },
+        s("title", { text: `${ans.contrast.text}: ${linear.map((p) => p.delay.text).join(", ")}` }),
+        s("polyline", { class: "linear", points: pts }));
+      linear.forEach((p, i) => line.append(s("circle", { class: "linear-dot", "data-attempt": p.attempt, "data-delay-ns": p.delay.ns, cx: num(m.l + band * (i + 0.5)), cy: num(y(p.delay.ms)), r: 2.5 })));
+      g.append(line);
+    }
     box.replaceChildren(g);
     const legend = [h("span", {}, h("i", { class: "swatch accent" }), ans.random && ans.key ? `job "${ans.key}"` : "delay")];
     if (steady) legend.push(h("span", {}, h("i", { class: "swatch ghost" }), "without jitter"));
+    if (linear) {
+      legend.push(h("span", { "data-legend": "linear" }, h("i", { class: "swatch linear" }), `${ans.contrast.text}: linear, the same base, for contrast`));
+      if (ans.contrast.verdict) legend.push(h("span", { "data-legend": "verdict" }, ans.contrast.verdict));
+    }
     if (showCap) legend.push(h("span", {}, h("i", { class: "swatch cap" }), `cap ${ans.max.text}`));
     $("#bars-legend").replaceChildren(...legend);
   }
@@ -630,6 +648,54 @@
     $("#herd-stats").replaceChildren(...out);
     $("#herd-cmd").textContent = ans.commands.herd;
   }
+
+  // ---- the clamp ----
+
+  // The chosen attempt's raw value and clamped delay, as the server's Go
+  // core computes them: exactly, a big number past int64, or its length
+  // in binary digits for attempts whose raw value is too long to write.
+  const clampInput = $("#clamp-attempt");
+  let clampSeq = 0;
+  function chooseClampAttempt(n) {
+    clampInput.value = String(n);
+    computeClamp();
+  }
+  async function computeClamp() {
+    const out = $("#clamp-out");
+    const note = $("#clamp-note");
+    if (!last) return;
+    const attempt = clampInput.value.trim();
+    if (!/^[0-9]+$/.test(attempt)) {
+      clampInput.setAttribute("aria-invalid", "true");
+      note.textContent = "The attempt is a whole number, 1 or more.";
+      return;
+    }
+    const my = ++clampSeq;
+    const res = await fetch("/api/clamp?" + new URLSearchParams({ policy: last.text, attempt, key: state.key }));
+    const body = await res.json().catch(() => ({}));
+    if (my !== clampSeq) return;
+    if (!res.ok) {
+      if (res.status === 400) clampInput.setAttribute("aria-invalid", "true");
+      out.replaceChildren();
+      out.dataset.state = "none";
+      note.textContent = body.error || (body.policyError && body.policyError.message) || `the server answered ${res.status}`;
+      return;
+    }
+    clampInput.removeAttribute("aria-invalid");
+    const item = (k, field, v, small) => [h("dt", { text: k }), h("dd", { "data-clamp": field }, v, small ? h("small", { text: " " + small }) : null)];
+    const rows = [
+      ...item("raw", "raw", body.raw.text, `= ${body.formula}`),
+      ...item("clamped", "clamped", `${body.clampedMS} ms`, body.atCap ? `the cap, ${body.cap.text}: clamped from the raw value` : "below the cap: the raw value itself"),
+    ];
+    if (body.firstAtCap) rows.push(...item("at the cap from", "firstAtCap", `attempt ${body.firstAtCap}`));
+    if (body.linear) rows.push(...item("linear, same base", "linear", body.linear.delay.text, `${body.linear.text}; the exponential is ${body.linear.ratio} it`));
+    if (body.jittered) rows.push(...item("with jitter", "jittered", body.jittered.text, body.key ? `drawn for job "${body.key}"` : "drawn unkeyed: fresh each time"));
+    out.replaceChildren(...rows);
+    out.dataset.state = body.atCap ? "clamped" : "raw";
+    note.textContent = `${body.policy} at attempt ${body.attempt}: delay = min(${body.formula}, ${body.cap.text}). Click a bar to choose its attempt.`;
+  }
+  clampInput.addEventListener("input", computeClamp);
+  $("#clamp-form").addEventListener("submit", (e) => { e.preventDefault(); computeClamp(); });
 
   // ---- copying ----
 
@@ -719,33 +785,8 @@
   function clock(ms) { return new Date(ms).toLocaleString(); }
 
   // Queues and jobs are named to the server by their keys: their exact
-  // bytes in base64url, which survive JSON where names that are not UTF-8
-  // do not. keyOf makes the key of bytes; bytesOf reads typed text, with
-  // the escapes the page shows (\x0d, \u202e, \\) as the bytes they stand
-  // for.
-  function keyOf(bytes) {
-    let bin = "";
-    for (const b of bytes) bin += String.fromCharCode(b);
-    return btoa(bin).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  }
-  const utf8 = (str) => Array.from(new TextEncoder().encode(str));
-  function unescaped(str) {
-    const out = [];
-    for (let i = 0; i < str.length;) {
-      const m = /^\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([nrt\\]))/.exec(str.slice(i, i + 10));
-      if (m && !(m[3] && parseInt(m[3], 16) > 0x10ffff)) {
-        if (m[1]) out.push(parseInt(m[1], 16));
-        else if (m[2] || m[3]) out.push(...utf8(String.fromCodePoint(parseInt(m[2] || m[3], 16))));
-        else out.push({ n: 10, r: 13, t: 9, "\\": 92 }[m[4]]);
-        i += m[0].length;
-        continue;
-      }
-      const cp = str.codePointAt(i);
-      out.push(...utf8(String.fromCodePoint(cp)));
-      i += cp > 0xffff ? 2 : 1;
-    }
-    return out;
-  }
+  // bytes in base64url (keys.js).
+  const { keyOf, unescaped, typedKeys, jobHref } = window.reboundKeys;
 
   async function post(body) {
     const res = await fetch("/api/action", {
@@ -807,6 +848,12 @@
     restoreFocus(mark);
   }
 
+  // jobPageHref is the address of a job's page, its times ahead drawn
+  // with the rule the curve view shows.
+  function jobPageHref(queue, key) {
+    return jobHref(queue.key, key, last ? last.text : policyText, state.attempts);
+  }
+
   function actionButtons(queue, job, after) {
     const allowed = { failed: ["retry", "delete"], delayed: ["run", "delete"], waiting: ["delete"], completed: ["delete"] }[job.state] || [];
     return allowed.filter((a) => queue.features.includes(a)).map((a) => h("button", {
@@ -831,7 +878,8 @@
     const buttons = actionButtons(queue, job, after);
     return h("div", { class: "job", "data-job": job.id, "data-key": job.key },
       h("div", { class: "job-head" }, h("code", { text: job.idText }), h("span", { class: `state s-${job.state}`, text: job.state }),
-        job.name ? h("span", { class: "muted", text: job.name }) : null),
+        job.name ? h("span", { class: "muted", text: job.name }) : null,
+        h("a", { class: "open-job", "data-open": "job", href: jobPageHref(queue, job.key), text: "Open the job's page →" })),
       h("dl", {}, rows),
       buttons.length ? h("div", { class: "actions" }, buttons) : null);
   }
@@ -855,7 +903,7 @@
     // a byte that is not UTF-8) read as those bytes.
     const lookup = async () => {
       const typed = idInput.value;
-      const keys = [...new Set([keyOf(utf8(typed)), keyOf(utf8(typed.trim())), keyOf(unescaped(typed.trim()))])];
+      const keys = typedKeys(typed);
       if (!typed.trim()) return;
       const res = await fetch("/api/job?" + new URLSearchParams([["queueKey", queue.key], ...keys.map((k) => ["idKey", k])]));
       const body = await res.json().catch(() => ({}));
@@ -965,10 +1013,12 @@
         let li = [...ul.children].find((el) => el.dataset.key === j.key);
         if (!li) {
           li = h("li", { "data-job": j.id, "data-key": j.key },
-            h("span", { class: "id" }), h("span", { class: st === "failed" ? "meta err" : "meta" }), h("span", { class: "row-actions" }));
+            h("a", { class: "id", "data-open": "job" }), h("span", { class: st === "failed" ? "meta err" : "meta" }), h("span", { class: "row-actions" }));
         }
         const [idEl, metaEl, actionsEl] = li.children;
-        if (idEl.textContent !== idText) { idEl.textContent = idText; idEl.title = j.idText; }
+        if (idEl.textContent !== idText) { idEl.textContent = idText; idEl.title = `${j.idText}: open the job's page`; }
+        const href = jobPageHref(queue, j.key);
+        if (idEl.getAttribute("href") !== href) idEl.setAttribute("href", href);
         if (metaEl.textContent !== meta) metaEl.textContent = meta;
         if (st === "failed") metaEl.title = j.lastError || "";
         if (li.dataset.actions !== names) {
