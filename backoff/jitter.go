@@ -61,28 +61,28 @@ func depthOf(p Policy, limit int) int {
 }
 
 // wrapped is the policy a jitter wrapper draws around, guarded as [guard]
-// does, as the wrapper calls it. The wrapper's own Delay and Max call
-// delay and max, which inline into them: a capped exponential, what most
-// jitter wraps, is called by its concrete type, so the compiler inlines
-// its body there too; the other two curves without jitter (fixed, linear)
-// are called by theirs one call further in. None of the three draws, so
-// none is handed a sub-Source. Any other policy is called through the
-// interface, with the wrapper's sub-Source, and asked for its maximum each
-// time (a *Spec inside may be Set to another policy).
+// does, as the wrapper calls it. A capped exponential, what most jitter
+// wraps, is called by its concrete type in the wrapper's own frame (through
+// exponential, which inlines there with the exponential's body); the other
+// two curves without jitter (fixed, linear) are called by theirs one call
+// further in, in delay. None of the three draws, so none is handed a
+// sub-Source. Any other policy is called through the interface, with the
+// wrapper's sub-Source, and asked for its maximum each time (a *Spec inside
+// may be Set to another policy).
 type wrapped struct{ p Policy }
 
-// delay returns the wrapped policy's delay for attempt (at least 1), src
-// being the wrapper's own Source.
-func (w wrapped) delay(attempt int, src Source) time.Duration {
-	if q, ok := w.p.(ExponentialPolicy); ok {
-		return q.Delay(attempt, src)
-	}
-	return w.delayOther(attempt, src)
+// exponential returns the wrapped policy if it is a capped exponential.
+func (w wrapped) exponential() (ExponentialPolicy, bool) {
+	q, ok := w.p.(ExponentialPolicy)
+	return q, ok
 }
 
-// delayOther is delay for any policy but an exponential one.
-func (w wrapped) delayOther(attempt int, src Source) time.Duration {
+// delay returns the wrapped policy's delay for attempt (at least 1), src
+// being the wrapper's own Source. The wrappers ask exponential first.
+func (w wrapped) delay(attempt int, src Source) time.Duration {
 	switch q := w.p.(type) {
+	case ExponentialPolicy:
+		return q.Delay(attempt, src)
 	case FixedPolicy:
 		return q.Delay(attempt, src)
 	case LinearPolicy:
@@ -95,7 +95,7 @@ func (w wrapped) delayOther(attempt int, src Source) time.Duration {
 
 // max returns the wrapped policy's maximum.
 func (w wrapped) max() time.Duration {
-	if q, ok := w.p.(ExponentialPolicy); ok {
+	if q, ok := w.exponential(); ok {
 		return q.Max()
 	}
 	return w.maxOther()
@@ -135,7 +135,12 @@ func Jitter(inner Policy) (FullJitterPolicy, error) {
 // Delay returns a uniform draw in [0, inner delay].
 func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
 	attempt = max(attempt, 1)
-	d := p.inner.delay(attempt, src)
+	var d time.Duration
+	if q, ok := p.inner.exponential(); ok {
+		d = q.Delay(attempt, src)
+	} else {
+		d = p.inner.delay(attempt, src)
+	}
 	var r uint64
 	if src.keyed {
 		r = src.keyedDraw(attempt)
@@ -173,7 +178,12 @@ func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
 // Delay returns d/2 + uniform[0, d - d/2], d being the inner delay.
 func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
 	attempt = max(attempt, 1)
-	d := int64(p.inner.delay(attempt, src))
+	var d int64
+	if q, ok := p.inner.exponential(); ok {
+		d = int64(q.Delay(attempt, src))
+	} else {
+		d = int64(p.inner.delay(attempt, src))
+	}
 	half := d / 2
 	var r uint64
 	if src.keyed {
@@ -223,8 +233,13 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 	// policy is a curve: a *Spec inside may have been Set to another policy
 	// since construction. d is clipped to it too, in case that happened
 	// between the two calls.
-	m := int64(p.inner.max())
-	d := min(int64(p.inner.delay(attempt, src)), m)
+	var m, d int64
+	if q, ok := p.inner.exponential(); ok {
+		m, d = int64(q.Max()), int64(q.Delay(attempt, src))
+	} else {
+		m = int64(p.inner.max())
+		d = min(int64(p.inner.delay(attempt, src)), m)
+	}
 	spread := d
 	if p.f < 1 {
 		// d >= 0 and f < 1 make the product a float below 2^63 whose
