@@ -4,18 +4,24 @@
 // does not move with the load of a shared machine the way a time does, so
 // it tells apart changes of a few instructions that ns/op cannot.
 //
-// Run it from the module root (valgrind must be on PATH):
+// Run it from inside the module (valgrind and callgrind_annotate must be on
+// PATH):
 //
 //	go run ./bench/cmd/instructions
 //
 // It prints a Markdown table: per policy and library, the instructions per
-// call. Each case runs in a child process of this same binary under
-// callgrind, which counts only inside the case's loop function (its
-// --toggle-collect), so the runtime's start-up and background threads are
-// not counted. Each case runs twice, for -n and 2*-n calls, and the
-// difference divided by -n is the cost of one call with the loop's fixed
-// entry and exit taken out; the cost of the bare loop (the attempt number
-// and the sum, with no delay computed) is subtracted too.
+// call. With -format bench it prints the same figures as benchmark lines
+// ("BenchmarkInstructions/proportional/cenkalti 1 124.0 instr/op"), which
+// bench/cmd/report reads into BENCHMARKS.md.
+//
+// It builds the driver it measures, this same command, with go build (go
+// run strips the symbol table by which callgrind names functions), and runs
+// each case in a child process of it under callgrind. The count is the
+// inclusive cost of the case's loop function, so the runtime's start-up and
+// background threads are not counted. Each case runs twice, for -n and 2*-n
+// calls, and the difference divided by -n is the cost of one call with the
+// loop's entry and exit taken out; the cost of the library's bare loop (the
+// same loop with no delay computed) is subtracted too.
 //
 // The libraries are called the way bench/core_test.go calls them: rebound
 // through backoff.Delay over a Policy held in a package variable, attempts
@@ -58,8 +64,6 @@ var (
 
 	keyless backoff.Source
 	jobKey  = backoff.Key("0190f3a2-7c1e-7d4b-9a51-3f6c2e8b1d47")
-
-	sink time.Duration
 )
 
 func cenkaltiExponential(factor float64) cenkalti.BackOff {
@@ -78,7 +82,7 @@ func goretryExponential() goretry.Backoff {
 // A measured case: its policy, its library, and how to run it n times.
 type measured struct {
 	policy, lib string
-	run         func(n int)
+	run         func(n int) time.Duration // the sum of the delays
 }
 
 // bareOf returns the bare loop of lib's cases: each library's loop has its
@@ -95,24 +99,24 @@ func bareOf(lib string) measured {
 }
 
 var cases = []measured{
-	{"fixed", "rebound", func(n int) { loopRebound(reboundFixed, keyless, n) }},
-	{"fixed", "cenkalti", func(n int) { loopCenkalti(cenkalti.NewConstantBackOff(time.Second), n) }},
-	{"fixed", "go-retry", func(n int) { loopGoretry(goretry.NewConstant(time.Second), n) }},
-	{"exponential", "rebound", func(n int) { loopRebound(reboundExponential, keyless, n) }},
-	{"exponential", "cenkalti", func(n int) { loopCenkalti(cenkaltiExponential(0), n) }},
-	{"exponential", "go-retry", func(n int) { loopGoretry(goretryExponential(), n) }},
-	{"linear", "rebound", func(n int) { loopRebound(reboundLinear, keyless, n) }},
-	{"full-jitter", "rebound", func(n int) { loopRebound(reboundJitter, keyless, n) }},
-	{"full-jitter", "rebound-keyed", func(n int) { loopRebound(reboundJitter, jobKey, n) }},
-	{"full-jitter", "go-retry", func(n int) { loopGoretry(goretry.WithFullJitter(goretryExponential()), n) }},
-	{"proportional", "rebound", func(n int) { loopRebound(reboundProportional, keyless, n) }},
-	{"proportional", "rebound-keyed", func(n int) { loopRebound(reboundProportional, jobKey, n) }},
-	{"proportional", "cenkalti", func(n int) { loopCenkalti(cenkaltiExponential(0.5), n) }},
-	{"proportional", "go-retry", func(n int) { loopGoretry(goretry.WithJitterPercent(50, goretryExponential()), n) }},
-	{"equal-jitter", "rebound", func(n int) { loopRebound(reboundEqual, keyless, n) }},
-	{"equal-jitter", "rebound-keyed", func(n int) { loopRebound(reboundEqual, jobKey, n) }},
-	{"decorrelated", "rebound", func(n int) { loopRebound(reboundDecorrelated, keyless, n) }},
-	{"decorrelated", "rebound-keyed", func(n int) { loopRebound(reboundDecorrelated, jobKey, n) }},
+	{"fixed", "rebound", func(n int) time.Duration { return loopRebound(reboundFixed, keyless, n) }},
+	{"fixed", "cenkalti", func(n int) time.Duration { return loopCenkalti(cenkalti.NewConstantBackOff(time.Second), n) }},
+	{"fixed", "go-retry", func(n int) time.Duration { return loopGoretry(goretry.NewConstant(time.Second), n) }},
+	{"exponential", "rebound", func(n int) time.Duration { return loopRebound(reboundExponential, keyless, n) }},
+	{"exponential", "cenkalti", func(n int) time.Duration { return loopCenkalti(cenkaltiExponential(0), n) }},
+	{"exponential", "go-retry", func(n int) time.Duration { return loopGoretry(goretryExponential(), n) }},
+	{"linear", "rebound", func(n int) time.Duration { return loopRebound(reboundLinear, keyless, n) }},
+	{"full-jitter", "rebound", func(n int) time.Duration { return loopRebound(reboundJitter, keyless, n) }},
+	{"full-jitter", "rebound-keyed", func(n int) time.Duration { return loopRebound(reboundJitter, jobKey, n) }},
+	{"full-jitter", "go-retry", func(n int) time.Duration { return loopGoretry(goretry.WithFullJitter(goretryExponential()), n) }},
+	{"proportional", "rebound", func(n int) time.Duration { return loopRebound(reboundProportional, keyless, n) }},
+	{"proportional", "rebound-keyed", func(n int) time.Duration { return loopRebound(reboundProportional, jobKey, n) }},
+	{"proportional", "cenkalti", func(n int) time.Duration { return loopCenkalti(cenkaltiExponential(0.5), n) }},
+	{"proportional", "go-retry", func(n int) time.Duration { return loopGoretry(goretry.WithJitterPercent(50, goretryExponential()), n) }},
+	{"equal-jitter", "rebound", func(n int) time.Duration { return loopRebound(reboundEqual, keyless, n) }},
+	{"equal-jitter", "rebound-keyed", func(n int) time.Duration { return loopRebound(reboundEqual, jobKey, n) }},
+	{"decorrelated", "rebound", func(n int) time.Duration { return loopRebound(reboundDecorrelated, keyless, n) }},
+	{"decorrelated", "rebound-keyed", func(n int) time.Duration { return loopRebound(reboundDecorrelated, jobKey, n) }},
 }
 
 // The bare loops, with no delay computed, subtracted from their library's
@@ -125,16 +129,16 @@ var bares = []measured{bareOf("rebound"), bareOf("cenkalti"), bareOf("go-retry")
 // adapter's call site.
 
 //go:noinline
-func loopRebound(p backoff.Policy, src backoff.Source, n int) {
+func loopRebound(p backoff.Policy, src backoff.Source, n int) time.Duration {
 	var d time.Duration
 	for i := range n {
 		d += backoff.Delay(p, i%cycle+1, src)
 	}
-	sink = d
+	return d
 }
 
 //go:noinline
-func loopCenkalti(bo cenkalti.BackOff, n int) {
+func loopCenkalti(bo cenkalti.BackOff, n int) time.Duration {
 	var d time.Duration
 	for i := range n {
 		if i%cycle == 0 {
@@ -142,30 +146,30 @@ func loopCenkalti(bo cenkalti.BackOff, n int) {
 		}
 		d += bo.NextBackOff()
 	}
-	sink = d
+	return d
 }
 
 //go:noinline
-func loopGoretry(bo goretry.Backoff, n int) {
+func loopGoretry(bo goretry.Backoff, n int) time.Duration {
 	var d time.Duration
 	for range n {
 		v, _ := bo.Next()
 		d += v
 	}
-	sink = d
+	return d
 }
 
 //go:noinline
-func loopBareRebound(n int) {
+func loopBareRebound(n int) time.Duration {
 	var d time.Duration
 	for i := range n {
 		d += time.Duration(i%cycle + 1)
 	}
-	sink = d
+	return d
 }
 
 //go:noinline
-func loopBareCenkalti(n int) {
+func loopBareCenkalti(n int) time.Duration {
 	var d time.Duration
 	for i := range n {
 		if i%cycle == 0 {
@@ -173,16 +177,16 @@ func loopBareCenkalti(n int) {
 		}
 		d += time.Duration(i)
 	}
-	sink = d
+	return d
 }
 
 //go:noinline
-func loopBareGoretry(n int) {
+func loopBareGoretry(n int) time.Duration {
 	var d time.Duration
 	for i := range n {
 		d += time.Duration(i)
 	}
-	sink = d
+	return d
 }
 
 func main() {
@@ -190,9 +194,14 @@ func main() {
 	n := flag.Int("n", 100_000, "calls per measurement (each case is measured at n and 2n calls)")
 	valgrind := flag.String("valgrind", "valgrind", "the valgrind command")
 	annotate := flag.String("annotate", "callgrind_annotate", "the callgrind_annotate command")
+	format := flag.String("format", "markdown", "what to print: markdown (a table) or bench (benchmark lines, for bench/cmd/report)")
 	flag.Parse()
 	if *n < 1 {
 		fmt.Fprintln(os.Stderr, "instructions: -n must be at least 1")
+		os.Exit(2)
+	}
+	if *format != "markdown" && *format != "bench" {
+		fmt.Fprintf(os.Stderr, "instructions: -format %q, want markdown or bench\n", *format)
 		os.Exit(2)
 	}
 	if *child != "" {
@@ -202,29 +211,35 @@ func main() {
 		runtime.LockOSThread()
 		for _, c := range append(cases, bares...) {
 			if c.policy+"/"+c.lib == *child {
-				c.run(*n)
+				if d := c.run(*n); d < 0 {
+					fmt.Fprintf(os.Stderr, "instructions: %s summed to a negative delay, %v\n", *child, d)
+					os.Exit(1)
+				}
 				return
 			}
 		}
 		fmt.Fprintf(os.Stderr, "instructions: no case %q\n", *child)
 		os.Exit(2)
 	}
-	if err := parent(*valgrind, *annotate, *n); err != nil {
+	if err := parent(*valgrind, *annotate, *n, *format == "bench"); err != nil {
 		fmt.Fprintln(os.Stderr, "instructions:", err)
 		os.Exit(1)
 	}
 }
 
-func parent(valgrind, annotate string, n int) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
+func parent(valgrind, annotate string, n int, benchLines bool) error {
 	dir, err := os.MkdirTemp("", "instructions")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The children run a binary built by go build, with its symbol table:
+	// go run strips it, and callgrind then names no function.
+	self := filepath.Join(dir, "driver")
+	build := exec.Command("go", "build", "-o", self, "github.com/rebound-go/rebound/bench/cmd/instructions")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build of the driver: %v\n%s", err, msg)
+	}
 	perCall := func(c measured) (float64, error) {
 		one, err := count(valgrind, annotate, self, dir, c, n)
 		if err != nil {
@@ -244,17 +259,24 @@ func parent(valgrind, annotate string, n int) error {
 		}
 		loops[b.lib] = v
 	}
-	fmt.Printf("Instructions per delay computation, counted by callgrind (`go run ./bench/cmd/instructions -n %d`),\n", n)
-	fmt.Printf("each library's bare loop subtracted (rebound %.1f, cenkalti %.1f, go-retry %.1f per call).\n\n",
-		loops["rebound"], loops["cenkalti"], loops["go-retry"])
-	fmt.Println("| policy | library | instructions per call |")
-	fmt.Println("| --- | --- | ---: |")
+	if !benchLines {
+		fmt.Printf("Instructions per delay computation, counted by callgrind (`go run ./bench/cmd/instructions -n %d`),\n", n)
+		fmt.Printf("each library's bare loop subtracted (rebound %.1f, cenkalti %.1f, go-retry %.1f per call).\n\n",
+			loops["rebound"], loops["cenkalti"], loops["go-retry"])
+		fmt.Println("| policy | library | instructions per call |")
+		fmt.Println("| --- | --- | ---: |")
+	}
 	for _, c := range cases {
 		v, err := perCall(c)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %s | %s | %.0f |\n", c.policy, c.lib, v-loops[bareOf(c.lib).lib])
+		v -= loops[bareOf(c.lib).lib]
+		if benchLines {
+			fmt.Printf("BenchmarkInstructions/%s/%s\t1\t%.1f instr/op\n", c.policy, c.lib, v)
+		} else {
+			fmt.Printf("| %s | %s | %.0f |\n", c.policy, c.lib, v)
+		}
 	}
 	return nil
 }
@@ -303,19 +325,19 @@ func count(valgrind, annotate, self, dir string, c measured, n int) (int64, erro
 
 // loopCost finds the inclusive cost of the main.loop function in
 // callgrind_annotate's listing: the line "6,802,495 (95.07%)
-// path/main.go:main.loopRebound [binary]".
+// path/main.go:main.loopRebound [binary]" (the percentage may be padded,
+// "( 4.04%)").
 func loopCost(listing string) (int64, bool) {
 	for line := range strings.Lines(listing) {
 		fields := strings.Fields(line)
-		if len(fields) < 4 || !strings.HasPrefix(fields[3], "[") {
-			continue
-		}
-		if _, fn, ok := strings.Cut(fields[2], ":main.loop"); !ok || strings.Contains(fn, ":") {
-			continue
-		}
-		v, err := strconv.ParseInt(strings.ReplaceAll(fields[0], ",", ""), 10, 64)
-		if err == nil {
-			return v, true
+		for i := 1; i+1 < len(fields); i++ {
+			_, fn, ok := strings.Cut(fields[i], ":main.loop")
+			if !ok || strings.Contains(fn, ":") || !strings.HasPrefix(fields[i+1], "[") {
+				continue
+			}
+			if v, err := strconv.ParseInt(strings.ReplaceAll(fields[0], ",", ""), 10, 64); err == nil {
+				return v, true
+			}
 		}
 	}
 	return 0, false

@@ -16,6 +16,9 @@ Ir                  file:function
 	if v, ok := loopCost(listing); !ok || v != 6802495 {
 		t.Errorf("loopCost = %d, %v; want 6802495, true", v, ok)
 	}
+	if v, ok := loopCost("   20,007 ( 4.04%)  bench/cmd/instructions/main.go:main.loopBareRebound [/x/instr]\n"); !ok || v != 20007 {
+		t.Errorf("loopCost of a padded percentage = %d, %v; want 20007, true", v, ok)
+	}
 	if _, ok := loopCost("1,000 (100.0%)  /a/proc.go:runtime.main [/x]\n"); ok {
 		t.Error("loopCost found a loop in a listing without one")
 	}
