@@ -47,11 +47,11 @@ func depthOf(p Policy, limit int) int {
 			p = q.Policy
 			continue
 		case FullJitterPolicy:
-			p = q.inner
+			p = q.inner.p
 		case EqualJitterPolicy:
-			p = q.inner
+			p = q.inner.p
 		case ProportionalPolicy:
-			p = q.inner
+			p = q.inner.p
 		default:
 			return d + 1
 		}
@@ -60,10 +60,64 @@ func depthOf(p Policy, limit int) int {
 	return limit
 }
 
+// wrapped is the policy a jitter wrapper draws around, guarded as [guard]
+// does, as the wrapper calls it. A capped exponential, what most jitter
+// wraps, is called by its concrete type in the wrapper's own frame (through
+// exponential, which inlines there with the exponential's body); the other
+// two curves without jitter (fixed, linear) are called by theirs one call
+// further in, in delay. None of the three draws, so none is handed a
+// sub-Source. Any other policy is called through the interface, with the
+// wrapper's sub-Source, and asked for its maximum each time (a *Spec inside
+// may be Set to another policy).
+type wrapped struct{ p Policy }
+
+// exponential returns the wrapped policy if it is a capped exponential.
+func (w wrapped) exponential() (ExponentialPolicy, bool) {
+	q, ok := w.p.(ExponentialPolicy)
+	return q, ok
+}
+
+// delay returns the wrapped policy's delay for attempt (at least 1), src
+// being the wrapper's own Source. The wrappers ask exponential first.
+func (w wrapped) delay(attempt int, src Source) time.Duration {
+	switch q := w.p.(type) {
+	case ExponentialPolicy:
+		return q.Delay(attempt, src)
+	case FixedPolicy:
+		return q.Delay(attempt, src)
+	case LinearPolicy:
+		return q.Delay(attempt, src)
+	case nil:
+		return 0
+	}
+	return w.p.Delay(attempt, src.sub())
+}
+
+// max returns the wrapped policy's maximum.
+func (w wrapped) max() time.Duration {
+	if q, ok := w.exponential(); ok {
+		return q.Max()
+	}
+	return w.maxOther()
+}
+
+// maxOther is max for any policy but an exponential one.
+func (w wrapped) maxOther() time.Duration {
+	switch q := w.p.(type) {
+	case FixedPolicy:
+		return q.Max()
+	case LinearPolicy:
+		return q.Max()
+	case nil:
+		return 0
+	}
+	return w.p.Max()
+}
+
 // FullJitterPolicy draws the delay uniformly from [0, d], where d is the
 // delay of the policy it wraps (AWS's "full jitter"). Build it with [Jitter].
 type FullJitterPolicy struct {
-	inner Policy
+	inner wrapped
 }
 
 // Jitter wraps inner in full jitter: each delay is uniform in [0, d], d being
@@ -75,16 +129,18 @@ func Jitter(inner Policy) (FullJitterPolicy, error) {
 	if err := checkInner(inner); err != nil {
 		return FullJitterPolicy{}, err
 	}
-	return FullJitterPolicy{inner: guard(inner)}, nil
+	return FullJitterPolicy{inner: wrapped{guard(inner)}}, nil
 }
 
 // Delay returns a uniform draw in [0, inner delay].
 func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
-	if p.inner == nil {
-		return 0
-	}
 	attempt = max(attempt, 1)
-	d := p.inner.Delay(attempt, src.sub())
+	var d time.Duration
+	if q, ok := p.inner.exponential(); ok {
+		d = q.Delay(attempt, src)
+	} else {
+		d = p.inner.delay(attempt, src)
+	}
 	var r uint64
 	if src.keyed {
 		r = src.keyedDraw(attempt)
@@ -95,23 +151,18 @@ func (p FullJitterPolicy) Delay(attempt int, src Source) time.Duration {
 }
 
 // Max returns the inner policy's maximum.
-func (p FullJitterPolicy) Max() time.Duration {
-	if p.inner == nil {
-		return 0
-	}
-	return p.inner.Max()
-}
+func (p FullJitterPolicy) Max() time.Duration { return p.inner.max() }
 
 // Inner returns the wrapped policy.
-func (p FullJitterPolicy) Inner() Policy { return unguarded(p.inner) }
+func (p FullJitterPolicy) Inner() Policy { return unguarded(p.inner.p) }
 
 // String returns "jitter(INNER)".
-func (p FullJitterPolicy) String() string { return "jitter(" + stringOf(p.inner) + ")" }
+func (p FullJitterPolicy) String() string { return "jitter(" + stringOf(p.inner.p) + ")" }
 
 // EqualJitterPolicy keeps half of the inner delay and draws the other half:
 // d/2 + uniform[0, d/2] (AWS's "equal jitter"). Build it with [EqualJitter].
 type EqualJitterPolicy struct {
-	inner Policy
+	inner wrapped
 }
 
 // EqualJitter wraps inner in equal jitter: each delay is at least half of
@@ -121,16 +172,18 @@ func EqualJitter(inner Policy) (EqualJitterPolicy, error) {
 	if err := checkInner(inner); err != nil {
 		return EqualJitterPolicy{}, err
 	}
-	return EqualJitterPolicy{inner: guard(inner)}, nil
+	return EqualJitterPolicy{inner: wrapped{guard(inner)}}, nil
 }
 
 // Delay returns d/2 + uniform[0, d - d/2], d being the inner delay.
 func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
-	if p.inner == nil {
-		return 0
-	}
 	attempt = max(attempt, 1)
-	d := int64(p.inner.Delay(attempt, src.sub()))
+	var d int64
+	if q, ok := p.inner.exponential(); ok {
+		d = int64(q.Delay(attempt, src))
+	} else {
+		d = int64(p.inner.delay(attempt, src))
+	}
 	half := d / 2
 	var r uint64
 	if src.keyed {
@@ -142,25 +195,20 @@ func (p EqualJitterPolicy) Delay(attempt int, src Source) time.Duration {
 }
 
 // Max returns the inner policy's maximum.
-func (p EqualJitterPolicy) Max() time.Duration {
-	if p.inner == nil {
-		return 0
-	}
-	return p.inner.Max()
-}
+func (p EqualJitterPolicy) Max() time.Duration { return p.inner.max() }
 
 // Inner returns the wrapped policy.
-func (p EqualJitterPolicy) Inner() Policy { return unguarded(p.inner) }
+func (p EqualJitterPolicy) Inner() Policy { return unguarded(p.inner.p) }
 
 // String returns "equal(INNER)".
-func (p EqualJitterPolicy) String() string { return "equal(" + stringOf(p.inner) + ")" }
+func (p EqualJitterPolicy) String() string { return "equal(" + stringOf(p.inner.p) + ")" }
 
 // ProportionalPolicy spreads the inner delay by a fraction f either way:
 // uniform in [d*(1-f), d*(1+f)], clipped to the inner policy's maximum so the
 // wrapper never exceeds it. Build it with [Proportional].
 type ProportionalPolicy struct {
 	f     float64
-	inner Policy
+	inner wrapped
 }
 
 // Proportional wraps inner in proportional jitter of fraction f, which must be
@@ -175,20 +223,23 @@ func Proportional(f float64, inner Policy) (ProportionalPolicy, error) {
 	if err := checkInner(inner); err != nil {
 		return ProportionalPolicy{}, err
 	}
-	return ProportionalPolicy{f: f, inner: guard(inner)}, nil
+	return ProportionalPolicy{f: f, inner: wrapped{guard(inner)}}, nil
 }
 
 // Delay returns a uniform draw in [d*(1-f), min(d*(1+f), inner.Max())].
 func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
-	if p.inner == nil {
-		return 0
-	}
 	attempt = max(attempt, 1)
-	// The inner maximum is read on every call, not kept: a *Spec inside
-	// may have been Set to another policy since construction. d is clipped
-	// to it too, in case that happened between the two calls.
-	m := int64(p.inner.Max())
-	d := min(int64(p.inner.Delay(attempt, src.sub())), m)
+	// The inner maximum is read on every call, not kept, unless the inner
+	// policy is a curve: a *Spec inside may have been Set to another policy
+	// since construction. d is clipped to it too, in case that happened
+	// between the two calls.
+	var m, d int64
+	if q, ok := p.inner.exponential(); ok {
+		m, d = int64(q.Max()), int64(q.Delay(attempt, src))
+	} else {
+		m = int64(p.inner.max())
+		d = min(int64(p.inner.delay(attempt, src)), m)
+	}
 	spread := d
 	if p.f < 1 {
 		// d >= 0 and f < 1 make the product a float below 2^63 whose
@@ -207,22 +258,17 @@ func (p ProportionalPolicy) Delay(attempt int, src Source) time.Duration {
 }
 
 // Max returns the inner policy's maximum.
-func (p ProportionalPolicy) Max() time.Duration {
-	if p.inner == nil {
-		return 0
-	}
-	return p.inner.Max()
-}
+func (p ProportionalPolicy) Max() time.Duration { return p.inner.max() }
 
 // Fraction returns the jitter fraction f.
 func (p ProportionalPolicy) Fraction() float64 { return p.f }
 
 // Inner returns the wrapped policy.
-func (p ProportionalPolicy) Inner() Policy { return unguarded(p.inner) }
+func (p ProportionalPolicy) Inner() Policy { return unguarded(p.inner.p) }
 
 // String returns "proportional(F, INNER)".
 func (p ProportionalPolicy) String() string {
-	return "proportional(" + formatFloat(p.f) + ", " + stringOf(p.inner) + ")"
+	return "proportional(" + formatFloat(p.f) + ", " + stringOf(p.inner.p) + ")"
 }
 
 // DecorrelatedPolicy is AWS's "decorrelated jitter": each delay is drawn from

@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -26,5 +27,52 @@ func TestOwnPoliciesTrusted(t *testing.T) {
 	}
 	if trusted(&Spec{Policy: exp}) || trusted(guarded{exp}) || trusted(nil) {
 		t.Error("a *Spec, a guard or nil is trusted")
+	}
+}
+
+// forwarding is a policy this package does not know, forwarding to one it
+// does: a wrapper calls it through the interface, with a sub-Source.
+type forwarding struct{ p Policy }
+
+func (f forwarding) Delay(attempt int, src Source) time.Duration { return f.p.Delay(attempt, src) }
+func (f forwarding) Max() time.Duration                          { return f.p.Max() }
+func (f forwarding) String() string                              { return f.p.String() }
+
+// TestWrappersCallCurvesAsTheInterfaceWould: a wrapper calls a curve it
+// wraps (fixed, exponential, linear) by its concrete type and hands it no
+// sub-Source; it must give, keyed and not, exactly what it gives when the
+// same curve is reached through the interface, with the sub-Source.
+func TestWrappersCallCurvesAsTheInterfaceWould(t *testing.T) {
+	curves := []Policy{
+		Must(Fixed(3 * time.Second)),
+		Must(Exponential(100*time.Millisecond, 10*time.Second)),
+		Must(Exponential(1, 1<<62)),
+		Must(Linear(time.Second, 250*time.Millisecond, time.Minute)),
+		Must(Linear(time.Second, 0, time.Minute)),
+	}
+	wrappers := []struct {
+		name string
+		wrap func(Policy) Policy
+	}{
+		{"jitter", func(p Policy) Policy { return Must(Jitter(p)) }},
+		{"equal", func(p Policy) Policy { return Must(EqualJitter(p)) }},
+		{"proportional", func(p Policy) Policy { return Must(Proportional(0.3, p)) }},
+		{"proportional-1", func(p Policy) Policy { return Must(Proportional(1, p)) }},
+	}
+	for _, c := range curves {
+		for _, w := range wrappers {
+			direct, through := w.wrap(c), w.wrap(forwarding{c})
+			if direct.Max() != through.Max() {
+				t.Errorf("%s over %v: Max %v, through the interface %v", w.name, c, direct.Max(), through.Max())
+			}
+			for key := range uint64(50) {
+				src := KeyUint64(key)
+				for _, a := range []int{-1, 0, 1, 2, 5, 17, 40, 64, 1000, math.MaxInt} {
+					if d, e := Delay(direct, a, src), Delay(through, a, src); d != e {
+						t.Fatalf("%s over %v, key %d, attempt %d: %v, through the interface %v", w.name, c, key, a, d, e)
+					}
+				}
+			}
+		}
 	}
 }

@@ -23,6 +23,10 @@
 // memory and enqueue scenarios at a tenth of their jobs and one round, to
 // check that they work.
 //
+// The core section also counts the core's instructions per call beside the
+// peers' with bench/cmd/instructions, when valgrind is on PATH (a few
+// minutes); without it, that table says it was not measured.
+//
 // BullMQ, a peer in the lateness, throughput, memory and enqueue sections,
 // runs on Node from bench/bullmq, whose packages the report installs there
 // with npm ci from the committed lock file when they are missing. Without
@@ -107,8 +111,12 @@ func run(ctx context.Context, o options, args []string) error {
 		if err := rep.goTest(ctx, root, cmd, "core", nil); err != nil {
 			return err
 		}
+		if err := rep.countInstructions(ctx, root); err != nil {
+			return err
+		}
 	} else {
 		rep.notRun["core"] = "not selected with -only"
+		rep.notRun["core-instructions"] = "not selected with -only"
 	}
 	var env []string
 	if o.quick {
@@ -216,6 +224,21 @@ func (r *report) goTest(ctx context.Context, root string, args []string, group s
 	}
 	return nil
 }
+
+// countInstructions runs bench/cmd/instructions, which counts the core's
+// instructions per call under callgrind, when valgrind is at hand.
+func (r *report) countInstructions(ctx context.Context, root string) error {
+	for _, tool := range []string{"valgrind", "callgrind_annotate"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			r.notRun["core-instructions"] = tool + " is not on PATH"
+			return nil
+		}
+	}
+	return r.goTest(ctx, root, instructionsCommand, "core-instructions", nil)
+}
+
+// instructionsCommand counts the core's instructions per call.
+var instructionsCommand = []string{"go", "run", "./bench/cmd/instructions", "-format", "bench", "-n", "100000"}
 
 // parseOnly reads -only: an empty list selects every section, else each
 // name must be a run group (core, scenarios, contention) or a scenario's

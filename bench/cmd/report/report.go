@@ -49,6 +49,7 @@ func (r *report) write(w io.Writer) {
 	r.init()
 	var body md
 	r.writeCore(&body)
+	r.writeInstructions(&body)
 	for _, s := range scenarios {
 		r.writeScenario(&body, s)
 	}
@@ -273,6 +274,50 @@ func (r *report) writeCore(m *md) {
 	}
 	m.p("")
 	r.coreSlower(prow, " (parallel)")
+}
+
+// writeInstructions writes the core's instructions per call, counted by
+// callgrind (bench/cmd/instructions).
+func (r *report) writeInstructions(m *md) {
+	m.p("### Core, counted in instructions")
+	m.p("")
+	m.p("<a id=\"core-instructions\"></a>")
+	m.p("")
+	m.p("The same delays counted in machine instructions per call by `valgrind --tool=callgrind`")
+	m.p("(`bench/cmd/instructions`; each library's bare loop subtracted), which the load of the")
+	m.p("machine does not move. **× rebound** as above.")
+	m.p("")
+	all := r.results.under("BenchmarkInstructions")
+	if len(all) == 0 {
+		r.notMeasured(m, "core-instructions", "BenchmarkInstructions", "bench/cmd/instructions printed no counts")
+		return
+	}
+	rows := coreRows(all, "BenchmarkInstructions")
+	m.p("| policy | library | instructions per call | × rebound |")
+	m.p("| --- | --- | ---: | ---: |")
+	for _, row := range rows {
+		v, _ := row.b.Median("instr/op")
+		ratio := "—"
+		if base := baseline(rows, row.policy); base != nil && row.lib != base.lib {
+			if bv, _ := base.b.Median("instr/op"); bv > 0 {
+				ratio = fmt.Sprintf("%.2f×", v/bv)
+			}
+		}
+		m.p("| <a id=\"%s\"></a>%s | %s | %.0f | %s |", slug("core-instructions", row.policy, row.lib), row.policy, libCell(row.lib), v, ratio)
+	}
+	m.p("")
+	for _, peer := range rows {
+		pv, ok := peer.b.Median("instr/op")
+		if isRebound(peer.lib) || !ok {
+			continue
+		}
+		for _, reb := range rows {
+			if rv, _ := reb.b.Median("instr/op"); reb.policy == peer.policy && isRebound(reb.lib) && rv > pv {
+				r.slower = append(r.slower, fmt.Sprintf("[core instructions, %s](#%s): `%s` takes %.0f instructions per call, %s %.0f (rebound %.2f× its count).",
+					peer.policy, slug("core-instructions", reb.policy, reb.lib), reb.lib, rv, peer.lib, pv, rv/pv))
+			}
+		}
+	}
 }
 
 // coreSlower records every peer row faster than some rebound row of its

@@ -16,6 +16,10 @@ BenchmarkDelay/fixed/rebound-2         	 5000000	        10.00 ns/op	       0 B/
 BenchmarkDelay/fixed/cenkalti-2        	 5000000	        10.00 ns/op	       0 B/op	       0 allocs/op
 BenchmarkDelay/exponential/rebound-2   	 5000000	        10.00 ns/op	       0 B/op	       0 allocs/op
 BenchmarkDelay/exponential/cenkalti-2  	 5000000	        40.00 ns/op	      16 B/op	       1 allocs/op
+BenchmarkInstructions/proportional/rebound-keyed	1	136.0 instr/op
+BenchmarkInstructions/proportional/cenkalti	1	124.0 instr/op
+BenchmarkInstructions/exponential/rebound	1	50.0 instr/op
+BenchmarkInstructions/exponential/go-retry	1	52.0 instr/op
 === RUN   BenchmarkMemory/native
 --- SKIP: BenchmarkMemory/native
     memory_test.go:40: Redis at 127.0.0.1:6379 does not answer
@@ -109,5 +113,33 @@ func TestOutageSectionHasNoFormatErrors(t *testing.T) {
 	}
 	if strings.Contains(text, "%!") {
 		t.Errorf("outage section has a format error:\n%s", text)
+	}
+}
+
+// TestInstructionsSection: the callgrind counts get their own table, with
+// the ratio to rebound's row, and a peer with fewer instructions than a
+// rebound row is listed where rebound is slower; one with more is not.
+func TestInstructionsSection(t *testing.T) {
+	rep := &report{results: parsed(t)}
+	var out strings.Builder
+	rep.write(&out)
+	text := out.String()
+	for _, want := range []string{
+		`<a id="core-instructions-proportional-cenkalti"></a>proportional | cenkalti | 124 | 0.91× |`,
+		`<a id="core-instructions-exponential-go-retry"></a>exponential | go-retry | 52 | 1.04× |`,
+		"[core instructions, proportional](#core-instructions-proportional-rebound-keyed): `rebound-keyed` takes 136 instructions per call, cenkalti 124 (rebound 1.10× its count).",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if strings.Contains(text, "[core instructions, exponential]") {
+		t.Error("exponential, where rebound counts fewer instructions, is listed where rebound is slower")
+	}
+	rep = &report{results: newResults(), notRun: map[string]string{"core-instructions": "valgrind is not on PATH"}}
+	out.Reset()
+	rep.write(&out)
+	if !strings.Contains(out.String(), "**not measured**: valgrind is not on PATH") {
+		t.Error("a run without valgrind does not say why the counts are missing")
 	}
 }
