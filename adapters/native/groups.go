@@ -3,6 +3,8 @@ package native
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -35,6 +37,10 @@ type Filter struct {
 	// Fingerprint picks the jobs whose last error's [Fingerprint] is
 	// exactly it (a [FailureGroup]'s).
 	Fingerprint string
+	// Group picks the jobs whose last error's fingerprint has this
+	// [GroupID] (a [FailureGroup]'s ID): a short, plain name of a
+	// fingerprint to type or to put in a URL.
+	Group string
 	// From and To pick the jobs whose time lies in [From, To] (either may
 	// be zero): the time the state's list is ordered by, the enqueue time
 	// of a waiting job, the lease deadline of an active one, the fire
@@ -49,7 +55,24 @@ func (f Filter) Match(j StoredJob) bool {
 	at := j.ListTime()
 	return strings.HasPrefix(j.ID, f.IDPrefix) && strings.Contains(j.Name, f.Name) && strings.Contains(j.LastError, f.Error) &&
 		(f.From.IsZero() || !at.Before(f.From)) && (f.To.IsZero() || !at.After(f.To)) &&
-		(f.Fingerprint == "" || Fingerprint(j.LastError) == f.Fingerprint)
+		f.fingerprintMatch(j.LastError)
+}
+
+func (f Filter) fingerprintMatch(lastError string) bool {
+	if f.Fingerprint == "" && f.Group == "" {
+		return true
+	}
+	fp := Fingerprint(lastError)
+	return (f.Fingerprint == "" || fp == f.Fingerprint) && (f.Group == "" || GroupID(fp) == f.Group)
+}
+
+// GroupID is the ID of the failure group of fingerprint fp: the first 8
+// bytes of its SHA-256, in hex (16 characters), a name of the group that
+// reads the same on any terminal or page, whatever bytes the fingerprint
+// holds.
+func GroupID(fp string) string {
+	sum := sha256.Sum256([]byte(fp))
+	return hex.EncodeToString(sum[:8])
 }
 
 // ListTime is the time j's state's list orders it by: the enqueue time
@@ -70,7 +93,7 @@ func (j StoredJob) ListTime() time.Time {
 // String describes f as a Go-like list of its set fields, for messages.
 func (f Filter) String() string {
 	parts := []string{f.State.String()}
-	for _, p := range []struct{ k, v string }{{"ID prefix", f.IDPrefix}, {"name holds", f.Name}, {"error holds", f.Error}, {"fingerprint", f.Fingerprint}} {
+	for _, p := range []struct{ k, v string }{{"ID prefix", f.IDPrefix}, {"name holds", f.Name}, {"error holds", f.Error}, {"fingerprint", f.Fingerprint}, {"group", f.Group}} {
 		if p.v != "" {
 			parts = append(parts, fmt.Sprintf("%s %q", p.k, p.v))
 		}
@@ -240,6 +263,8 @@ func (q *Queue) CountMatching(ctx context.Context, f Filter, o ScanOptions) (Sca
 // A FailureGroup is the failed jobs that share their last error's
 // [Fingerprint], as far as [Queue.FailureGroups] read them.
 type FailureGroup struct {
+	// ID is the group's [GroupID], which [Filter].Group picks it by.
+	ID string
 	// Fingerprint is the group's fingerprint.
 	Fingerprint string
 	// Count is how many of the jobs read are in the group.
@@ -278,7 +303,8 @@ func (q *Queue) FailureGroups(ctx context.Context, f Filter, o ScanOptions) (Gro
 	var err error
 	g.ScanProgress, err = q.scan(ctx, f, o, "FailureGroups", func(picked []StoredJob) ([]bool, error) {
 		for _, j := range picked {
-			g.add(byFP, FailureGroup{Fingerprint: Fingerprint(j.LastError), Count: 1, FirstSeen: j.FinishedAt, LastSeen: j.FinishedAt,
+			fp := Fingerprint(j.LastError)
+			g.add(byFP, FailureGroup{ID: GroupID(fp), Fingerprint: fp, Count: 1, FirstSeen: j.FinishedAt, LastSeen: j.FinishedAt,
 				ExampleID: j.ID, ExampleError: j.LastError})
 		}
 		return make([]bool, len(picked)), nil

@@ -161,6 +161,14 @@ func testFailureGroupsSteps(t *testing.T, rdb redis.UniversalClient, prefix stri
 	if one.Next != "" || len(one.Groups) != 3 || one.Groups[0].Count != 6 {
 		t.Errorf("one call: %+v, want the three groups, to the end", one)
 	}
+	for _, g := range one.Groups {
+		if g.ID != GroupID(g.Fingerprint) || len(g.ID) != 16 {
+			t.Errorf("group %q: ID %q, want GroupID of its fingerprint", g.Fingerprint, g.ID)
+		}
+		if p, err := q.CountMatching(ctx, Filter{State: StateFailed, Group: g.ID}, ScanOptions{}); err != nil || p.Matched != g.Count {
+			t.Errorf("CountMatching of group %s: %+v, %v; want %d", g.ID, p, err, g.Count)
+		}
+	}
 	if g, err := q.FailureGroups(ctx, Filter{Error: "payment"}, ScanOptions{}); err != nil || len(g.Groups) != 1 || g.Groups[0].Count != 2 || g.Scanned != 12 {
 		t.Errorf("groups of errors holding payment: %+v, %v; want one group of 2, 12 read", g, err)
 	}
@@ -388,6 +396,15 @@ func TestFailureGroups100k(t *testing.T) {
 		t.Errorf("grouped %d jobs into %d groups in %d calls, want %d into 1", all.Scanned, len(all.Groups), calls+1, n)
 	}
 	t.Logf("%d calls", calls+1)
+	var done int
+	timed(fmt.Sprintf("one BulkStep retrying the group's jobs, reading %d", DefaultScan), 3, func() error {
+		p, err := q.BulkStep(ctx, BulkRetry, Filter{State: StateFailed, Group: all.Groups[0].ID}, BulkOptions{})
+		done += p.Done
+		return err
+	})
+	if done != 3*DefaultScan {
+		t.Errorf("3 bulk steps retried %d jobs, want %d", done, 3*DefaultScan)
+	}
 }
 
 // fillFailed fails n jobs of one cause (dial timeouts to addresses and
