@@ -117,9 +117,10 @@ func (f Filter) check(what string) error {
 	return nil
 }
 
-// DefaultScan is the most jobs one call of [Queue.FailureGroups],
-// [Queue.CountMatching] or [Queue.BulkStep] reads when
-// [ScanOptions].Limit is 0; MaxScan the most it may be set to.
+// DefaultScan is the most jobs one call of [Queue.FailureGroups] or
+// [Queue.CountMatching] reads when [ScanOptions].Limit is 0 (for
+// [Queue.BulkStep] see [DefaultBulkScan]); MaxScan the most any of them
+// may be set to.
 const (
 	DefaultScan = 5000
 	MaxScan     = 20000
@@ -411,9 +412,15 @@ func (a BulkAction) Applies(st State) bool {
 	return false
 }
 
+// DefaultBulkScan is the most jobs one [Queue.BulkStep] reads when
+// its ScanOptions.Limit is 0: acting on a job costs a script call of its
+// own, several times what reading it does.
+const DefaultBulkScan = 1000
+
 // BulkOptions bound one [Queue.BulkStep] and say how a retry sends jobs
 // back.
 type BulkOptions struct {
+	// ScanOptions bound the step; a Limit of 0 means [DefaultBulkScan].
 	ScanOptions
 	// Retry says how BulkRetry sends each job back.
 	Retry RetryOptions
@@ -458,6 +465,9 @@ func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOpti
 	if err := s.Load(ctx, q.rdb).Err(); err != nil {
 		return BulkProgress{}, fmt.Errorf("native: %s on queue %q: load its script: %w", what, q.name, err)
 	}
+	if o.Limit == 0 {
+		o.Limit = DefaultBulkScan
+	}
 	var b BulkProgress
 	act := func(picked []StoredJob) ([]bool, error) {
 		cmds := make([]*redis.Cmd, len(picked))
@@ -498,7 +508,7 @@ func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOpti
 		// where the jobs acted on are gone, the rest of the step's
 		// reading allowed.
 		first := p
-		o.Cursor, o.Limit = "", max(1, cmp.Or(o.Limit, DefaultScan)-first.Scanned)
+		o.Cursor, o.Limit = "", max(1, o.Limit-first.Scanned)
 		p, err = q.scan(ctx, f, o.ScanOptions, what, act)
 		p.Scanned += first.Scanned
 		p.Matched += first.Matched

@@ -397,13 +397,13 @@ func TestFailureGroups100k(t *testing.T) {
 	}
 	t.Logf("%d calls", calls+1)
 	var done int
-	timed(fmt.Sprintf("one BulkStep retrying the group's jobs, reading %d", DefaultScan), 3, func() error {
+	timed(fmt.Sprintf("one BulkStep retrying the group's jobs, reading %d", DefaultBulkScan), 3, func() error {
 		p, err := q.BulkStep(ctx, BulkRetry, Filter{State: StateFailed, Group: all.Groups[0].ID}, BulkOptions{})
 		done += p.Done
 		return err
 	})
-	if done != 3*DefaultScan {
-		t.Errorf("3 bulk steps retried %d jobs, want %d", done, 3*DefaultScan)
+	if done != 3*DefaultBulkScan {
+		t.Errorf("3 bulk steps retried %d jobs, want %d", done, 3*DefaultBulkScan)
 	}
 }
 
@@ -425,10 +425,14 @@ func fillFailed(t *testing.T, q *Queue, n int) {
 	w := startWorker(t, q, fixedRule(t, time.Millisecond, 1), func(_ context.Context, j *Job) error {
 		return backoff.Permanent(fmt.Errorf("dial tcp 10.0.%d.%d:6379: i/o timeout after %dms (cause %d)", len(j.ID)%250, j.ID[len(j.ID)-1], len(j.ID)*7, j.ID[len(j.ID)-2]))
 	}, WithConcurrency(64))
-	_ = w
 	for deadline := time.Now().Add(5 * time.Minute); ; {
 		c, err := q.Counts(ctx)
 		if err == nil && c.Failed == int64(n) {
+			// Stopped, so that it neither loads Redis while the calls
+			// are timed nor fails the jobs a bulk retry sends back.
+			if err := w.Shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
 			return
 		}
 		if time.Now().After(deadline) {
