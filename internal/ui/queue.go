@@ -107,6 +107,12 @@ func features(q Queue) []string {
 	if _, ok := q.(Pauser); ok {
 		f = append(f, featurePause)
 	}
+	if _, ok := q.(Grouper); ok {
+		f = append(f, featureGroups)
+	}
+	if _, ok := q.(BulkActor); ok {
+		f = append(f, featureBulk)
+	}
 	return f
 }
 
