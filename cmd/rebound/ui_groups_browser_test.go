@@ -193,4 +193,3 @@ func TestUIBrowserFailureGroups(t *testing.T) {
 		t.Logf("%d failed jobs: GET %s: mean %s, worst %s", n, target, (total / tries).Round(10*time.Microsecond), worst.Round(10*time.Microsecond))
 	}
 }
-
