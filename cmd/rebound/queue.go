@@ -149,13 +149,16 @@ func (f *filterFlags) filter(st native.State, now time.Time) (native.Filter, err
 
 // describe says in words which jobs f picks, for the command's output.
 func (f *filterFlags) describe(st native.State) string {
-	parts := []string{st.String() + " jobs"}
-	for _, p := range []struct{ k, v string }{{"ID starting", f.id}, {"name holding", f.name}, {"error holding", f.err}, {"of group", f.group}, {"from", f.from}, {"to", f.to}} {
+	var parts []string
+	for _, p := range []struct{ k, v string }{{"of group", f.group}, {"with an ID starting", f.id}, {"with a name holding", f.name}, {"with an error holding", f.err}, {"from", f.from}, {"to", f.to}} {
 		if p.v != "" {
 			parts = append(parts, p.k+" "+termText(ui.ShellQuote(p.v), false))
 		}
 	}
-	return strings.Join(parts, ", ")
+	if len(parts) == 0 {
+		return st.String() + " jobs"
+	}
+	return st.String() + " jobs " + strings.Join(parts, ", ")
 }
 
 func queueCommands() []queueCommand {
@@ -702,7 +705,11 @@ func (c *queueCall) groups() error {
 	if calls == 1 {
 		requests = "request"
 	}
-	fmt.Fprintf(c.stdout, "%d %s in %d groups, of %d failed jobs read (%d %s)\n", all.Matched, what, len(all.Groups), all.Scanned, calls, requests)
+	groups := "groups"
+	if len(all.Groups) == 1 {
+		groups = "group"
+	}
+	fmt.Fprintf(c.stdout, "%d %s in %d %s, of %d failed jobs read (%d %s)\n", all.Matched, what, len(all.Groups), groups, all.Scanned, calls, requests)
 	if len(shown) > 0 {
 		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tJOBS\tFIRST SEEN\tLAST SEEN\tFINGERPRINT")
@@ -715,7 +722,7 @@ func (c *queueCall) groups() error {
 		}
 	}
 	if more := len(all.Groups) - len(shown); more > 0 {
-		fmt.Fprintf(c.stdout, "%d smaller groups not shown (-n)\n", more)
+		fmt.Fprintf(c.stdout, "%d smaller %s not shown (-n)\n", more, map[bool]string{true: "group", false: "groups"}[more == 1])
 	}
 	if all.Next != "" {
 		fmt.Fprintf(c.stdout, "stopped after %d of %d failed jobs (-most), back to failures at %s: -cursor %s goes on\n", all.Scanned, all.Total, absTime(all.Reached, now), all.Next)

@@ -119,14 +119,14 @@ func TestQueueGroupsAndBulk(t *testing.T) {
 
 	// The dry run changes nothing.
 	out = queueCLI(t, url, exitOK, "bulk", "emails", "retry", "-state", "failed", "-group", timeout)
-	if !strings.Contains(out, "4 failed jobs, of group "+timeout+" match (of 9 read); nothing changed: add -yes to retry them") {
+	if !strings.Contains(out, "4 failed jobs of group "+timeout+" match (of 9 read); nothing changed: add -yes to retry them") {
 		t.Errorf("dry run:\n%s", out)
 	}
 	if c, _ := q.Counts(context.Background()); c.Failed != 9 {
 		t.Fatalf("after the dry run: %+v, want 9 failed still", c)
 	}
 	out = queueCLI(t, url, exitOK, "bulk", "emails", "retry", "-state", "failed", "-group", timeout, "-yes", "-reset")
-	for _, want := range []string{"4 failed jobs, of group " + timeout + " match (of 9 read); retrying:", "  9 read, 4 retried, 0 skipped", "4 jobs retried, 0 skipped"} {
+	for _, want := range []string{"4 failed jobs of group " + timeout + " match (of 9 read); retrying:", "  9 read, 4 retried, 0 skipped", "4 jobs retried, 0 skipped"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bulk retry lacks %q:\n%s", want, out)
 		}
@@ -136,7 +136,7 @@ func TestQueueGroupsAndBulk(t *testing.T) {
 	}
 	// The hostile jobs by error text, deleted; described escaped.
 	out = queueCLI(t, url, exitOK, "bulk", "emails", "rm", "-state", "failed", "-error", "\x1b[2J", "-yes")
-	if strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `error holding '\x1b[2J'`) || !strings.Contains(out, "2 jobs deleted") {
+	if strings.ContainsRune(out, 0x1b) || !strings.Contains(out, `with an error holding '\x1b[2J'`) || !strings.Contains(out, "2 jobs deleted") {
 		t.Errorf("bulk rm by hostile error text:\n%q", out)
 	}
 	// Cancel the waiting ones, by ID prefix and time, in JSON.
