@@ -100,10 +100,10 @@ type queueCall struct {
 	n                           int
 	oldest, all, reset          bool
 	// The filter of groups and bulk.
-	filter     filterFlags
-	yes        bool
-	most, scan int
-	stderr     io.Writer
+	filter filterFlags
+	yes    bool
+	most   int
+	stderr io.Writer
 }
 
 // filterFlags are the flags of a native.Filter.
