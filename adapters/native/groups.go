@@ -198,6 +198,9 @@ func (q *Queue) scan(ctx context.Context, f Filter, o ScanOptions, what string,
 		if err != nil {
 			return p, err
 		}
+		if len(jobs) == 0 {
+			more = false // (a page of members without records has no place to go on from)
+		}
 		var picked []StoredJob
 		var idx []int
 		past := len(jobs)
