@@ -21,6 +21,7 @@ func TestFailureGroups(t *testing.T) {
 		{"groups in steps", testFailureGroupsSteps},
 		{"bulk retry of a group", testBulkRetryGroup},
 		{"bulk on the waiting lists", testBulkWaiting},
+		{"bulk on the waiting lists, the cursor's job taken", testBulkWaitingCursorGone},
 		{"bulk cancel and delete of delayed jobs", testBulkDelayed},
 		{"bad input", testBulkBadInput},
 	})
@@ -275,6 +276,45 @@ func testBulkWaiting(t *testing.T, rdb redis.UniversalClient, prefix string) {
 	}
 	if c, _ := q.Counts(ctx); c.Waiting != 0 || c.Failed != int64(len(keep)) {
 		t.Errorf("counts %+v, want none waiting, %d failed (cancelled)", c, len(keep))
+	}
+}
+
+func testBulkWaitingCursorGone(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "bulk-gone")
+	for i := range 10 {
+		name := map[bool]string{true: "keep", false: "drop"}[i%2 == 0]
+		if _, err := q.Enqueue(ctx, nil, WithID(fmt.Sprintf("w%02d", i)), WithName(name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := Filter{State: StateWaiting, Name: "drop"}
+	step, err := q.BulkStep(ctx, BulkDelete, f, BulkOptions{ScanOptions: ScanOptions{Limit: 4}})
+	if err != nil || step.Done != 2 || step.Next == "" {
+		t.Fatalf("first step: %+v, %v; want 2 deleted of 4 read, a cursor", step, err)
+	}
+	// The cursor names w02, the last job read that stayed in line; a
+	// worker takes it (here: it is deleted) before the next step.
+	if _, err := q.Delete(ctx, "w02"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.CountMatching(ctx, f, ScanOptions{Cursor: step.Next}); !errors.Is(err, ErrCursorGone) {
+		t.Errorf("a count from the gone cursor: %v, want ErrCursorGone", err)
+	}
+	done := step.Done
+	for cursor := step.Next; cursor != ""; {
+		step, err := q.BulkStep(ctx, BulkDelete, f, BulkOptions{ScanOptions: ScanOptions{Cursor: cursor, Limit: 4}})
+		if err != nil {
+			t.Fatalf("a step from the gone cursor: %v, want it to start again at the front", err)
+		}
+		done, cursor = done+step.Done, step.Next
+	}
+	page, err := q.List(ctx, StateWaiting, ListOptions{OldestFirst: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(page.Jobs); done != 5 || !slices.Equal(got, []string{"w00", "w04", "w06", "w08"}) {
+		t.Errorf("deleted %d, left %v; want 5 deleted, the kept ones but w02 left", done, got)
 	}
 }
 
