@@ -30,9 +30,8 @@ type RetryOptions struct {
 // cancelled job runs again. (asynq calls this running an archived task;
 // River, BullMQ and Sidekiq retrying a job.)
 func (q *Queue) Retry(ctx context.Context, id string, o RetryOptions) error {
-	k := q.keys
-	res, err := q.act(ctx, scriptRetry, "retry", id, []string{k.jobs, k.wait, k.marker, k.active, k.delayed, k.failed, k.completed},
-		id, boolArg(o.ResetAttempts))
+	s, keys, args := q.call(BulkRetry, id, o)
+	res, err := q.act(ctx, s, "retry", id, keys, args...)
 	if err != nil {
 		return err
 	}
@@ -159,8 +158,8 @@ func checkGlob(p string) error {
 // or failed job. A running job is not deleted (a [*StateError]); cancel
 // it first. It returns the state the job was in.
 func (q *Queue) Delete(ctx context.Context, id string) (State, error) {
-	k := q.keys
-	res, err := q.act(ctx, scriptDelete, "delete", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed}, id)
+	s, keys, args := q.call(BulkDelete, id, RetryOptions{})
+	res, err := q.act(ctx, s, "delete", id, keys, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -217,9 +216,8 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
 func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
-	k := q.keys
-	res, err := q.act(ctx, scriptCancel, "cancel", id, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker, k.giveup, k.giveupCalls},
-		id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost)
+	s, keys, args := q.call(BulkCancel, id, RetryOptions{})
+	res, err := q.act(ctx, s, "cancel", id, keys, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -227,6 +225,21 @@ func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
 		return 0, err
 	}
 	return parseState(res[1]), nil
+}
+
+// call is the script, keys and arguments of action a on job id (o: how a
+// retry sends it back), for Retry, Delete and Cancel and their bulk
+// steps alike.
+func (q *Queue) call(a BulkAction, id string, o RetryOptions) (*redis.Script, []string, []any) {
+	k := q.keys
+	switch a {
+	case BulkRetry:
+		return scriptRetry, []string{k.jobs, k.wait, k.marker, k.active, k.delayed, k.failed, k.completed}, []any{id, boolArg(o.ResetAttempts)}
+	case BulkDelete:
+		return scriptDelete, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed}, []any{id}
+	}
+	return scriptCancel, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker, k.giveup, k.giveupCalls},
+		[]any{id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost}
 }
 
 // act runs the action script s on job id.

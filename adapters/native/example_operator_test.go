@@ -208,3 +208,52 @@ func ExampleQueue_RunNow() {
 	// native: cannot run job "weekly" of queue "digests" now: it is waiting, want delayed
 	// native: no such job in the queue (queue "digests", ID "monthly")
 }
+
+// Group the failed jobs by their error's fingerprint, then retry the
+// largest group in bounded steps, with progress.
+func ExampleQueue_FailureGroups() {
+	q, stop := exampleQueue("emails")
+	defer stop()
+	ctx := context.Background()
+	rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(time.Millisecond)), 1))
+	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
+		return errors.New(string(j.Payload))
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := w.Start(); err != nil {
+		panic(err)
+	}
+	for i, msg := range []string{"dial tcp 10.0.0.7:25: i/o timeout after 5s", `smtp: mailbox "ada@example.com" unavailable`, "dial tcp 10.0.0.8:25: i/o timeout after 30s"} {
+		if _, err := q.Enqueue(ctx, []byte(msg), native.WithID(fmt.Sprint("mail-", i))); err != nil {
+			panic(err)
+		}
+	}
+	for c, _ := q.Counts(ctx); c.Failed < 3; c, _ = q.Counts(ctx) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := w.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+
+	// One call reads at most DefaultScan jobs; Next goes on when it is set.
+	groups, err := q.FailureGroups(ctx, native.Filter{}, native.ScanOptions{})
+	if err != nil {
+		panic(err)
+	}
+	for _, g := range groups.Groups {
+		fmt.Printf("%d x %s\n", g.Count, g.Fingerprint)
+	}
+	f := native.Filter{State: native.StateFailed, Group: groups.Groups[0].ID}
+	done, err := q.Bulk(ctx, native.BulkRetry, f, native.BulkOptions{ScanOptions: native.ScanOptions{Limit: 2}}, func(p native.BulkProgress) {
+		fmt.Printf("step: %d read, %d retried\n", p.Scanned, p.Done)
+	})
+	fmt.Println("retried:", done.Done, err)
+	// Output:
+	// 2 x dial tcp <addr>: i/o timeout after <n>s
+	// 1 x smtp: mailbox "<q>" unavailable
+	// step: 2 read, 1 retried
+	// step: 3 read, 2 retried
+	// retried: 2 <nil>
+}

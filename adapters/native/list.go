@@ -88,60 +88,58 @@ func (q *Queue) List(ctx context.Context, state State, opts ListOptions) (Page, 
 			return Page{}, err
 		}
 	}
-	if state == StateWaiting {
-		return q.listWaiting(ctx, limit, order, at, after)
-	}
-	k := q.keys
-	set := map[State]string{StateActive: k.active, StateDelayed: k.delayed, StateCompleted: k.completed, StateFailed: k.failed}[state]
-	res, err := scriptListSorted.Run(ctx, q.rdb, []string{set, k.jobs}, limit, order, at, after).Slice()
+	jobs, where, more, err := q.page(ctx, state, limit, order, at, after)
 	if err != nil {
-		return Page{}, fmt.Errorf("native: list %s jobs of queue %q: %w", state, q.name, err)
+		return Page{}, err
 	}
-	var p Page
-	for i := 1; i+2 < len(res); i += 3 {
-		id, score := replyString(res[i]), replyString(res[i+1])
-		j, err := q.listed(id, state, res[i+2])
-		if err != nil {
-			return Page{}, err
-		}
-		s, _ := strconv.ParseFloat(score, 64)
-		switch state {
-		case StateActive:
-			j.LeaseDeadline = time.UnixMilli(int64(s))
-		case StateDelayed:
-			j.NextFireAt = time.UnixMilli(int64(s) / 0x1000)
-		}
-		p.Jobs = append(p.Jobs, j)
-		if parseInt(res[0]) == 1 && i+3 >= len(res) {
-			p.Next = encodeCursor(state, order, score, id)
-		}
+	p := Page{Jobs: jobs}
+	if more && len(jobs) > 0 {
+		p.Next = encodeCursor(state, order, where[len(where)-1], jobs[len(jobs)-1].ID)
 	}
 	return p, nil
 }
 
-// listWaiting is List for the waiting lists.
-func (q *Queue) listWaiting(ctx context.Context, limit int, order, list, after string) (Page, error) {
+// page reads at most limit jobs of state in order after the cursor's
+// position (at, after; "" for the first page): the jobs, where each
+// stands (its score, or the waiting list it is on), and whether more
+// follow the last one read.
+func (q *Queue) page(ctx context.Context, state State, limit int, order, at, after string) ([]StoredJob, []string, bool, error) {
 	k := q.keys
-	res, err := scriptListWaiting.Run(ctx, q.rdb, []string{k.due, k.wait, k.jobs}, limit, order, list, after).Slice()
+	var res []any
+	var err error
+	if state == StateWaiting {
+		res, err = scriptListWaiting.Run(ctx, q.rdb, []string{k.due, k.wait, k.jobs}, limit, order, at, after).Slice()
+	} else {
+		set := map[State]string{StateActive: k.active, StateDelayed: k.delayed, StateCompleted: k.completed, StateFailed: k.failed}[state]
+		res, err = scriptListSorted.Run(ctx, q.rdb, []string{set, k.jobs}, limit, order, at, after).Slice()
+	}
 	if err != nil {
-		return Page{}, fmt.Errorf("native: list waiting jobs of queue %q: %w", q.name, err)
+		return nil, nil, false, fmt.Errorf("native: list %s jobs of queue %q: %w", state, q.name, err)
 	}
-	if parseInt(res[0]) == -1 {
-		return Page{}, fmt.Errorf("%w (queue %q, cursor job %q)", ErrCursorGone, q.name, after)
+	if state == StateWaiting && parseInt(res[0]) == -1 {
+		return nil, nil, false, fmt.Errorf("%w (queue %q, cursor job %q)", ErrCursorGone, q.name, after)
 	}
-	var p Page
+	jobs := make([]StoredJob, 0, len(res)/3)
+	where := make([]string, 0, len(res)/3)
 	for i := 1; i+2 < len(res); i += 3 {
-		id := replyString(res[i])
-		j, err := q.listed(id, StateWaiting, res[i+2])
+		id, pos := replyString(res[i]), replyString(res[i+1])
+		j, err := q.listed(id, state, res[i+2])
 		if err != nil {
-			return Page{}, err
+			return nil, nil, false, err
 		}
-		p.Jobs = append(p.Jobs, j)
-		if parseInt(res[0]) == 1 && i+3 >= len(res) {
-			p.Next = encodeCursor(StateWaiting, order, replyString(res[i+1]), id)
+		if state != StateWaiting {
+			s, _ := strconv.ParseFloat(pos, 64)
+			switch state {
+			case StateActive:
+				j.LeaseDeadline = time.UnixMilli(int64(s))
+			case StateDelayed:
+				j.NextFireAt = time.UnixMilli(int64(s) / 0x1000)
+			}
 		}
+		jobs = append(jobs, j)
+		where = append(where, pos)
 	}
-	return p, nil
+	return jobs, where, parseInt(res[0]) == 1, nil
 }
 
 // listed decodes one job of a listing: its record, without the payload.

@@ -44,6 +44,12 @@ Commands:
   rm QUEUE ID     delete a job that is not running
   cancel QUEUE ID end a job for good (waiting, delayed or running): failed,
                   marked cancelled; a running job's worker cancels its handler
+  groups QUEUE [FILTER]
+                  failed jobs grouped by their error's fingerprint: counts,
+                  first and last seen, an example
+  bulk QUEUE (retry | rm | cancel) -state S [FILTER] [-yes] [-reset]
+                  count the jobs a filter picks; with -yes act on them all,
+                  in bounded steps with progress
   pause QUEUE     workers take no jobs until resume; running jobs finish
   resume QUEUE    workers take jobs again
 
@@ -93,6 +99,66 @@ type queueCall struct {
 	state, cursor, name, errPat string
 	n                           int
 	oldest, all, reset          bool
+	// The filter of groups and bulk.
+	filter filterFlags
+	yes    bool
+	most   int
+	stderr io.Writer
+}
+
+// filterFlags are the flags of a native.Filter.
+type filterFlags struct {
+	id, name, err, group, from, to string
+}
+
+func (f *filterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.id, "id", "", "the jobs whose ID starts with `PREFIX`")
+	fs.StringVar(&f.name, "name", "", "the jobs whose name holds `TEXT`")
+	fs.StringVar(&f.err, "error", "", "the jobs whose last error holds `TEXT`")
+	fs.StringVar(&f.group, "group", "", "the jobs of the failure group `ID` (as groups prints it)")
+	fs.StringVar(&f.from, "from", "", "the jobs whose time is `T` or later: RFC 3339, or a duration ago such as 2h")
+	fs.StringVar(&f.to, "to", "", "the jobs whose time is `T` or earlier: RFC 3339, or a duration ago")
+}
+
+// filter reads the flags as a filter of state st, relative times counted
+// back from now.
+func (f *filterFlags) filter(st native.State, now time.Time) (native.Filter, error) {
+	out := native.Filter{State: st, IDPrefix: f.id, Name: f.name, Error: f.err, Group: f.group}
+	for _, t := range []struct {
+		flag, v string
+		to      *time.Time
+	}{{"-from", f.from, &out.From}, {"-to", f.to, &out.To}} {
+		if t.v == "" {
+			continue
+		}
+		if d, err := time.ParseDuration(t.v); err == nil && d >= 0 {
+			*t.to = now.Add(-d)
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, t.v)
+		if err != nil {
+			return native.Filter{}, fmt.Errorf("%s %q is not a time, want RFC 3339 (2026-01-02T15:04:05Z) or a duration ago (90m)", t.flag, t.v)
+		}
+		*t.to = at
+	}
+	if !out.From.IsZero() && !out.To.IsZero() && out.To.Before(out.From) {
+		return native.Filter{}, fmt.Errorf("-to %s is before -from %s, want a range", out.To.UTC().Format(time.RFC3339), out.From.UTC().Format(time.RFC3339))
+	}
+	return out, nil
+}
+
+// describe says in words which jobs f picks, for the command's output.
+func (f *filterFlags) describe(st native.State) string {
+	var parts []string
+	for _, p := range []struct{ k, v string }{{"of group", f.group}, {"with an ID starting", f.id}, {"with a name holding", f.name}, {"with an error holding", f.err}, {"from", f.from}, {"to", f.to}} {
+		if p.v != "" {
+			parts = append(parts, p.k+" "+termText(ui.ShellQuote(p.v), false))
+		}
+	}
+	if len(parts) == 0 {
+		return st.String() + " jobs"
+	}
+	return st.String() + " jobs " + strings.Join(parts, ", ")
 }
 
 func queueCommands() []queueCommand {
@@ -132,6 +198,27 @@ cancel ends a waiting, delayed or running job for good: it moves to the
 failed set, marked cancelled. A running job's worker cancels the handler's
 context and drops what it returns; its observers are told the job ended,
 permanent. retry runs a cancelled job again.`},
+		{name: "groups", args: "QUEUE [-id P] [-name T] [-error T] [-from T] [-to T] [-n N] [-most N] [-cursor C]", run: (*queueCall).groups, doc: `
+groups reads the failed jobs, latest failure first, and groups them by
+their last error's fingerprint: the error with its numbers, hex and UUID
+IDs, IP addresses and ports and quoted values folded to placeholders (<n>,
+<id>, <addr>, <q>), so that failures of one cause share one. It prints the
+-n largest groups, each with its ID, count, first and last seen (failure
+time) and an example job. The server's work is bounded: each request reads
+at most 5000 jobs, and groups stops after -most jobs (0: all of them),
+printing the -cursor that goes on. bulk -group ID acts on a group.`},
+		{name: "bulk", args: "QUEUE (retry | rm | cancel) -state S [-id P] [-name T] [-error T] [-group ID] [-from T] [-to T] [-yes] [-reset]", nargs: 1, run: (*queueCall).bulk, doc: `
+bulk acts on every job of one state that the filter picks: retry sends
+failed jobs back to run, rm deletes jobs that are not running, cancel ends
+waiting, delayed and running jobs. Without -yes it only counts them (a dry
+run); with -yes it counts them, prints the count, then acts in bounded
+steps (each reads at most 5000 jobs, each job acted on by its own atomic
+step), printing the progress after each. The filter: -id an ID prefix,
+-name and -error a text the name or last error holds, -group a failure
+group's ID (see groups), -from and -to a range of the time the state's
+list is ordered by (enqueued, lease deadline, fire time, finish time). A
+job that moved on between the count and the action is left alone and
+counted as skipped.`},
 		{name: "pause", args: "QUEUE", run: (*queueCall).pause, doc: `
 pause stops the queue's workers from taking jobs until resume. Running jobs
 finish; enqueues go on, and retries still come due on time.`},
@@ -179,7 +266,7 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 	given := *o // the flags given before the command: registering resets them
 	o.register(fs)
 	*o = given
-	call := &queueCall{o: o, stdout: stdout}
+	call := &queueCall{o: o, stdout: stdout, stderr: stderr}
 	switch c.name {
 	case "ls":
 		fs.StringVar(&call.state, "state", "failed", "the `STATE` to list: waiting, active, delayed, completed or failed")
@@ -191,6 +278,16 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		fs.StringVar(&call.name, "name", "", "the failed jobs whose name matches the glob `PAT`")
 		fs.StringVar(&call.errPat, "error", "", "the failed jobs whose last error matches the glob `PAT`")
 		fs.BoolVar(&call.reset, "reset", false, "start the jobs' attempts afresh")
+	case "groups":
+		call.filter.register(fs)
+		fs.IntVar(&call.n, "n", 20, "print the `N` largest groups")
+		fs.IntVar(&call.most, "most", 0, "read at most `N` failed jobs, 0 for all of them")
+		fs.StringVar(&call.cursor, "cursor", "", "go on from the `CURSOR` an earlier groups printed")
+	case "bulk":
+		call.filter.register(fs)
+		fs.StringVar(&call.state, "state", "", "the `STATE` of the jobs: waiting, active, delayed, completed or failed")
+		fs.BoolVar(&call.yes, "yes", false, "act on the jobs; without it bulk only counts them")
+		fs.BoolVar(&call.reset, "reset", false, "retry: start the jobs' attempts afresh")
 	}
 	pos, err := parseFlags(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -270,6 +367,35 @@ func (c *queueCall) check(cmd string) string {
 		}
 		if c.n < 1 || c.n > native.MaxPageSize {
 			return fmt.Sprintf("-n %d is out of range, want 1..%d", c.n, native.MaxPageSize)
+		}
+	case "groups":
+		if c.n < 1 {
+			return fmt.Sprintf("-n %d is not positive, want how many groups to print", c.n)
+		}
+		if c.most < 0 {
+			return fmt.Sprintf("-most %d is negative, want a number of jobs (0 for all)", c.most)
+		}
+		if _, err := c.filter.filter(native.StateFailed, time.Now()); err != nil {
+			return err.Error()
+		}
+	case "bulk":
+		a, ok := bulkActions[c.id]
+		if !ok {
+			return fmt.Sprintf("action %q is unknown, want retry, rm or cancel", c.id)
+		}
+		st, ok := ui.ParseState(c.state)
+		switch {
+		case c.state == "":
+			return "missing -state, the state of the jobs to act on: waiting, active, delayed, completed or failed"
+		case !ok:
+			return fmt.Sprintf("-state %q is unknown, want waiting, active, delayed, completed or failed", c.state)
+		case !a.Applies(st):
+			return fmt.Sprintf("%s does not apply to %s jobs: retry takes failed jobs, rm all but active ones, cancel waiting, delayed and active ones", c.id, st)
+		case c.reset && a != native.BulkRetry:
+			return "-reset is for retry only"
+		}
+		if _, err := c.filter.filter(st, time.Now()); err != nil {
+			return err.Error()
 		}
 	case "retry":
 		filter := c.name != "" || c.errPat != ""
@@ -517,6 +643,161 @@ func (c *queueCall) cancel() error {
 		return nil
 	}
 	fmt.Fprintf(c.stdout, "job %s cancelled (it was %s): failed now, it will not run\n", termText(c.id, false), was)
+	return nil
+}
+
+// bulkActions are bulk's actions by the name the command takes.
+var bulkActions = map[string]native.BulkAction{"retry": native.BulkRetry, "rm": native.BulkDelete, "cancel": native.BulkCancel}
+
+// groupOut is a failure group in JSON.
+type groupOut struct {
+	ID           string `json:"id"`
+	Fingerprint  string `json:"fingerprint"`
+	Count        int    `json:"count"`
+	FirstSeen    string `json:"firstSeen"`
+	LastSeen     string `json:"lastSeen"`
+	ExampleID    string `json:"exampleId"`
+	ExampleError string `json:"exampleError"`
+}
+
+func (c *queueCall) groups() error {
+	now := c.now()
+	f, err := c.filter.filter(native.StateFailed, now)
+	if err != nil {
+		return err
+	}
+	var all native.GroupPage
+	calls := 0
+	cursor := c.cursor
+	for {
+		limit := native.DefaultScan
+		if c.most > 0 {
+			limit = min(limit, c.most-all.Scanned)
+		}
+		g, err := c.q.FailureGroups(c.ctx, f, native.ScanOptions{Cursor: cursor, Limit: limit})
+		if err != nil {
+			return fmt.Errorf("%w (after %d failed jobs read)", err, all.Scanned)
+		}
+		all.Merge(g)
+		calls++
+		if cursor = g.Next; cursor == "" || c.most > 0 && all.Scanned >= c.most {
+			break
+		}
+	}
+	shown := all.Groups[:min(len(all.Groups), c.n)]
+	if c.o.json {
+		out := make([]groupOut, len(shown))
+		for i, g := range shown {
+			out[i] = groupOut{g.ID, g.Fingerprint, g.Count, g.FirstSeen.UTC().Format(time.RFC3339Nano), g.LastSeen.UTC().Format(time.RFC3339Nano), g.ExampleID, g.ExampleError}
+		}
+		return c.out(struct {
+			Queue   string     `json:"queue"`
+			Groups  []groupOut `json:"groups"`
+			More    int        `json:"moreGroups"` // groups not printed (past -n)
+			Scanned int        `json:"scanned"`
+			Matched int        `json:"matched"`
+			Total   int64      `json:"total"`
+			Next    string     `json:"next"` // the -cursor that goes on, "" when every failed job was read
+		}{c.q.Name(), out, len(all.Groups) - len(shown), all.Scanned, all.Matched, all.Total, all.Next})
+	}
+	what := c.filter.describe(native.StateFailed)
+	requests := "requests"
+	if calls == 1 {
+		requests = "request"
+	}
+	groups := "groups"
+	if len(all.Groups) == 1 {
+		groups = "group"
+	}
+	fmt.Fprintf(c.stdout, "%d %s in %d %s, of %d failed jobs read (%d %s)\n", all.Matched, what, len(all.Groups), groups, all.Scanned, calls, requests)
+	if len(shown) > 0 {
+		tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "GROUP\tJOBS\tFIRST SEEN\tLAST SEEN\tFINGERPRINT")
+		for _, g := range shown {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", g.ID, g.Count, relTime(g.FirstSeen, now), relTime(g.LastSeen, now), cell(g.Fingerprint, 80))
+			fmt.Fprintf(tw, "\t\t\t\t  e.g. job %s: %s\n", cell(g.ExampleID, 40), cell(g.ExampleError, 80))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if more := len(all.Groups) - len(shown); more > 0 {
+		fmt.Fprintf(c.stdout, "%d smaller %s not shown (-n)\n", more, map[bool]string{true: "group", false: "groups"}[more == 1])
+	}
+	if all.Next != "" {
+		fmt.Fprintf(c.stdout, "stopped after %d of %d failed jobs (-most), back to failures at %s: -cursor %s goes on\n", all.Scanned, all.Total, absTime(all.Reached, now), all.Next)
+	}
+	if len(shown) > 0 {
+		fmt.Fprintf(c.stdout, "act on a group: rebound queue bulk %s retry -state failed -group %s [-yes]\n", termText(ui.ShellQuote(c.q.Name()), false), shown[0].ID)
+	}
+	return nil
+}
+
+// bulkOut is bulk's answer in JSON.
+type bulkOut struct {
+	Queue   string `json:"queue"`
+	Action  string `json:"action"`
+	State   string `json:"state"`
+	DryRun  bool   `json:"dryRun"`
+	Matched int    `json:"matched"` // jobs the filter picked, as the count found them
+	Scanned int    `json:"scanned"`
+	Done    int    `json:"done,omitempty"`
+	Skipped int    `json:"skipped,omitempty"` // picked, but moved on before the action
+}
+
+func (c *queueCall) bulk() error {
+	a := bulkActions[c.id]
+	st, _ := ui.ParseState(c.state)
+	f, err := c.filter.filter(st, c.now())
+	if err != nil {
+		return err
+	}
+	// The count first, in bounded steps.
+	var count native.ScanProgress
+	for cursor := ""; ; {
+		p, err := c.q.CountMatching(c.ctx, f, native.ScanOptions{Cursor: cursor})
+		if err != nil {
+			return fmt.Errorf("%w (counting, after %d jobs read)", err, count.Scanned)
+		}
+		count.Scanned += p.Scanned
+		count.Matched += p.Matched
+		if cursor = p.Next; cursor == "" {
+			break
+		}
+	}
+	what := c.filter.describe(st)
+	verb := map[native.BulkAction]string{native.BulkRetry: "retried", native.BulkDelete: "deleted", native.BulkCancel: "cancelled"}[a]
+	out := bulkOut{Queue: c.q.Name(), Action: c.id, State: st.String(), DryRun: !c.yes, Matched: count.Matched, Scanned: count.Scanned}
+	if !c.yes {
+		if c.o.json {
+			return c.out(out)
+		}
+		fmt.Fprintf(c.stdout, "%d %s match (of %d read); nothing changed: add -yes to %s them\n", count.Matched, what, count.Scanned, c.id)
+		return nil
+	}
+	if !c.o.json {
+		fmt.Fprintf(c.stdout, "%d %s match (of %d read); %s:\n", count.Matched, what, count.Scanned, map[native.BulkAction]string{native.BulkRetry: "retrying", native.BulkDelete: "deleting", native.BulkCancel: "cancelling"}[a])
+	}
+	if count.Matched == 0 {
+		if c.o.json {
+			return c.out(out)
+		}
+		fmt.Fprintf(c.stdout, "nothing to do\n")
+		return nil
+	}
+	total, err := c.q.Bulk(c.ctx, a, f, native.BulkOptions{Retry: native.RetryOptions{ResetAttempts: c.reset}}, func(p native.BulkProgress) {
+		if !c.o.json {
+			fmt.Fprintf(c.stdout, "  %d read, %d %s, %d skipped\n", p.Scanned, p.Done, verb, p.Skipped)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("%w (%d jobs %s before it)", err, total.Done, verb)
+	}
+	out.Done, out.Skipped, out.Scanned = total.Done, total.Skipped, total.Scanned
+	if c.o.json {
+		return c.out(out)
+	}
+	fmt.Fprintf(c.stdout, "%d jobs %s, %d skipped (moved on since the count)\n", total.Done, verb, total.Skipped)
 	return nil
 }
 

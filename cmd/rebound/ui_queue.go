@@ -49,7 +49,28 @@ func (q uiQueue) DeleteJob(ctx context.Context, id string) error {
 	return err
 }
 
+// Groups groups the failed jobs f picks, a bounded number read from
+// cursor (native.DefaultScan).
+func (q uiQueue) Groups(ctx context.Context, f native.Filter, cursor string) (native.GroupPage, error) {
+	return q.FailureGroups(ctx, f, native.ScanOptions{Cursor: cursor})
+}
+
+// CountJobs counts the jobs f picks, a bounded number read from cursor
+// (native.DefaultScan).
+func (q uiQueue) CountJobs(ctx context.Context, f native.Filter, cursor string) (native.ScanProgress, error) {
+	return q.CountMatching(ctx, f, native.ScanOptions{Cursor: cursor})
+}
+
+// BulkAct takes action a on the jobs f picks, a bounded number read from
+// cursor (native.DefaultBulkScan); a retry counts the jobs' attempts
+// afresh, as a single job's retry from the page does.
+func (q uiQueue) BulkAct(ctx context.Context, a native.BulkAction, f native.Filter, cursor string) (native.BulkProgress, error) {
+	return q.BulkStep(ctx, a, f, native.BulkOptions{ScanOptions: native.ScanOptions{Cursor: cursor}, Retry: native.RetryOptions{ResetAttempts: true}})
+}
+
 var (
+	_ ui.Grouper   = uiQueue{}
+	_ ui.BulkActor = uiQueue{}
 	_ ui.Queue     = uiQueue{}
 	_ ui.JobLister = uiQueue{}
 	_ ui.JobPager  = uiQueue{}

@@ -110,8 +110,14 @@ func (s *Server) features(q Queue) []string {
 	if _, ok := q.(Pauser); ok {
 		f = append(f, featurePause)
 	}
+	if _, ok := q.(Grouper); ok {
+		f = append(f, featureGroups)
+	}
+	if _, ok := q.(BulkActor); ok {
+		f = append(f, featureBulk)
+	}
 	if s.readOnly {
-		f = slices.DeleteFunc(f, func(x string) bool { return x != featureJobs && x != featurePages })
+		f = slices.DeleteFunc(f, func(x string) bool { return x != featureJobs && x != featurePages && x != featureGroups })
 	}
 	return f
 }

@@ -205,6 +205,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/jobpage", s.jobPage)
 	mux.HandleFunc("GET /api/clamp", s.clamp)
 	mux.HandleFunc("POST /api/action", s.action)
+	mux.HandleFunc("GET /api/groups", s.groups)
+	mux.HandleFunc("GET /api/count", s.count)
+	mux.HandleFunc("POST /api/bulk", s.bulk)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

@@ -884,6 +884,147 @@
       buttons.length ? h("div", { class: "actions" }, buttons) : null);
   }
 
+  // ---- failure groups and bulk actions ----
+
+  const BULK = {
+    retry: { label: "Retry", doing: "Retrying", done: "retried", text: "go back to the wait list and run again with their attempts counted afresh." },
+    delete: { label: "Delete", doing: "Deleting", done: "deleted", text: "and their records are removed from the queue. This cannot be undone.", danger: true },
+    cancel: { label: "Cancel", doing: "Cancelling", done: "cancelled", text: "end for good, failed and marked cancelled; running ones have their handlers cancelled.", danger: true },
+  };
+  const jobsN = (n) => `${n.toLocaleString()} job${n === 1 ? "" : "s"}`;
+
+  // bulkRun acts on every job the filter params pick (a state and the
+  // filter, as /api/count takes them): it counts them first, a bounded
+  // request at a time, asks with the count, then takes the action a
+  // bounded step at a time, showing its progress in box. It returns
+  // whether anything was acted on.
+  async function bulkRun(queue, action, params, what, box) {
+    const a = BULK[action];
+    const text = h("span", { class: "bulk-text" });
+    const bar = h("progress", { max: "1", value: "0" });
+    box.hidden = false;
+    box.dataset.phase = "counting";
+    box.replaceChildren(text, bar);
+    const fail = (msg) => { box.dataset.phase = "failed"; text.textContent = msg; bar.remove(); };
+    let cursor = "", matched = 0, scanned = 0;
+    for (;;) {
+      const res = await fetch("/api/count?" + new URLSearchParams({ ...params, cursor }));
+      const body = await res.json().catch(() => ({}));
+      if (!res.ok) { fail(body.error || `the server answered ${res.status}`); return false; }
+      matched += body.matched;
+      scanned += body.scanned;
+      text.textContent = `Counting ${what}: ${matched.toLocaleString()} so far, ${scanned.toLocaleString()} of ${body.total.toLocaleString()} read…`;
+      if (!(cursor = body.next)) break;
+    }
+    if (!matched) { box.dataset.phase = "done"; text.textContent = `No ${what}: nothing to ${action}.`; bar.remove(); return false; }
+    const ok = await confirmAction(`${a.label} ${jobsN(matched)}?`, `The ${jobsN(matched)} (${what}) ${a.text} Jobs that move on meanwhile are left as they are.`, `${a.label} ${jobsN(matched)}`);
+    if (!ok) { box.dataset.phase = "done"; text.textContent = `${a.label} not confirmed: nothing changed.`; bar.remove(); return false; }
+    box.dataset.phase = "acting";
+    bar.max = matched;
+    let done = 0, skipped = 0;
+    cursor = "";
+    for (;;) {
+      const res = await fetch("/api/bulk?" + new URLSearchParams(params), {
+        method: "POST",
+        headers: { "Content-Type": "application/json", "X-Rebound-Token": TOKEN },
+        body: JSON.stringify({ action, cursor }),
+      });
+      const body = await res.json().catch(() => ({}));
+      if (!res.ok) { fail(`${a.label} stopped: ${body.error || `the server answered ${res.status}`}; ${jobsN(done)} ${a.done} before it.`); return done > 0; }
+      done += body.done;
+      skipped += body.skipped;
+      bar.value = Math.min(matched, done + skipped);
+      text.textContent = `${a.doing} ${what}: ${done.toLocaleString()} of ${matched.toLocaleString()} ${a.done}…`;
+      if (!(cursor = body.next)) break;
+    }
+    box.dataset.phase = "done";
+    bar.value = bar.max;
+    text.textContent = `${jobsN(done)} ${a.done}, ${skipped.toLocaleString()} skipped (moved on since the count).`;
+    toast(`${queue.text}: ${jobsN(done)} ${a.done}`);
+    return true;
+  }
+
+  // groupsPanel is the failed jobs grouped by their error's fingerprint:
+  // it asks for the groups a bounded request at a time, merging each
+  // answer in, until the whole failed set is read (or Stop), and offers
+  // each group's bulk actions.
+  function groupsPanel(queue, refreshLists) {
+    const status = h("p", { class: "groups-status", role: "status" });
+    const list = h("ul", { class: "grouplist", "data-list": "groups", tabindex: "-1", "aria-label": `Failure groups of ${queue.text}` });
+    const box = h("div", { class: "bulk-progress", "data-bulk": "groups", role: "status", "aria-live": "polite", hidden: true });
+    const scanBtn = h("button", { type: "button", "data-groups": "scan", text: "Group the failed jobs" });
+    const stopBtn = h("button", { type: "button", class: "small", "data-groups": "stop", text: "Stop", hidden: true });
+    const SHOWN = 100;
+    let run = 0;
+    const draw = (groups) => {
+      list.replaceChildren(...groups.slice(0, SHOWN).map((g) => {
+        const buttons = queue.features.includes("bulk") ? ["retry", "delete"].map((action) => h("button", {
+          type: "button", class: "small" + (BULK[action].danger ? " danger" : ""), "data-action": action,
+          onclick: async () => {
+            const what = `failed, of group ${g.id}: ${g.fingerprint}`;
+            if (await bulkRun(queue, action, { queueKey: queue.key, state: "failed", group: g.id }, what, box)) {
+              await refreshLists();
+              scan();
+            }
+          },
+          text: `${BULK[action].label} group`,
+        })) : [];
+        return h("li", { "data-group": g.id },
+          h("span", { class: "group-count", text: g.count.toLocaleString() }),
+          h("span", { class: "group-body" },
+            h("code", { class: "fp", text: g.fingerprint }),
+            h("span", { class: "meta", text: `first seen ${ago(g.firstSeen)} · last seen ${ago(g.lastSeen)} · group ${g.id}` }),
+            h("span", { class: "meta err", title: g.exampleError, text: `e.g. ${g.exampleIdText}: ${g.exampleError}` })),
+          h("span", { class: "row-actions" }, buttons));
+      }));
+      if (!groups.length) list.append(h("li", { class: "empty", text: "no failed jobs" }));
+      if (groups.length > SHOWN) list.append(h("li", { class: "empty", text: `${(groups.length - SHOWN).toLocaleString()} smaller groups not shown` }));
+    };
+    const scan = async () => {
+      const mine = ++run;
+      const byId = new Map();
+      let cursor = "", scanned = 0, requests = 0;
+      stopBtn.hidden = false;
+      status.dataset.done = "false";
+      for (;;) {
+        const res = await fetch("/api/groups?" + new URLSearchParams({ queueKey: queue.key, cursor }));
+        const body = await res.json().catch(() => ({}));
+        if (mine !== run) return;
+        if (!res.ok) { status.textContent = body.error || `the server answered ${res.status}`; stopBtn.hidden = true; return; }
+        requests++;
+        scanned += body.scanned;
+        for (const g of body.groups) {
+          const have = byId.get(g.id);
+          if (!have) { byId.set(g.id, g); continue; }
+          have.count += g.count;
+          have.firstSeen = Math.min(have.firstSeen, g.firstSeen);
+          if (g.lastSeen > have.lastSeen) Object.assign(have, { lastSeen: g.lastSeen, exampleKey: g.exampleKey, exampleIdText: g.exampleIdText, exampleError: g.exampleError });
+        }
+        const groups = [...byId.values()].sort((x, y) => y.count - x.count || y.lastSeen - x.lastSeen || (x.fingerprint < y.fingerprint ? -1 : 1));
+        draw(groups);
+        cursor = body.next;
+        const of = `${scanned.toLocaleString()} of ${body.total.toLocaleString()} failed jobs read`;
+        status.textContent = cursor ?
+          `${of}, ${byId.size.toLocaleString()} groups so far (each request reads a bounded number${body.reached ? `, back to failures ${ago(body.reached)}` : ""})…` :
+          `${of} in ${requests.toLocaleString()} request${requests === 1 ? "" : "s"}: ${byId.size.toLocaleString()} group${byId.size === 1 ? "" : "s"}.`;
+        if (!cursor) break;
+      }
+      status.dataset.done = "true";
+      stopBtn.hidden = true;
+    };
+    scanBtn.addEventListener("click", scan);
+    stopBtn.addEventListener("click", () => {
+      run++;
+      stopBtn.hidden = true;
+      status.textContent += " Stopped.";
+      status.dataset.done = "true";
+    });
+    return h("div", { class: "list-panel groups-panel", "data-panel": "groups" },
+      h("h4", { text: "Failure groups, by error fingerprint" }),
+      h("p", { class: "muted", text: "Errors with their numbers, IDs, addresses and quoted values folded (<n>, <id>, <addr>, <q>): one group per cause." }),
+      h("div", { class: "pager" }, scanBtn, stopBtn), status, box, list);
+  }
+
   function queueCard(queue) {
     const tiles = {};
     const mix = {};
@@ -1085,8 +1226,27 @@
         };
         form.addEventListener("submit", (e) => { e.preventDefault(); run(false); });
         more.addEventListener("click", () => run(true));
+        // Everything the search's filter picks, acted on in bulk.
+        const bulkBox = h("div", { class: "bulk-progress", "data-bulk": "find", role: "status", "aria-live": "polite", hidden: true });
+        const bulkBtns = queue.features.includes("bulk") ? ["retry", "delete", "cancel"].map((action) => h("button", {
+          type: "button", class: "small" + (BULK[action].danger ? " danger" : ""), "data-bulk-action": action,
+          onclick: async () => {
+            const st = stateSel.value;
+            const q = { queueKey: queue.key, state: st, idKey: keyOf(unescaped(val(idF))), name: val(nameF), error: val(errF) };
+            for (const [k, f] of [["from", fromF], ["to", toF]]) if (val(f)) q[k] = String(new Date(val(f)).getTime());
+            const parts = [st === "active" ? "running" : st];
+            if (val(idF)) parts.push(`ID starting ${val(idF)}`);
+            if (val(nameF)) parts.push(`name holding ${val(nameF)}`);
+            if (val(errF)) parts.push(`error holding ${val(errF)}`);
+            if (val(fromF) || val(toF)) parts.push(`${val(fromF) || "…"} to ${val(toF) || "…"}`);
+            if (await bulkRun(queue, action, q, parts.join(", "), bulkBox)) await refreshLists();
+          },
+          text: `${BULK[action].label} all matching`,
+        })) : [];
         lists.append(h("div", { class: "list-panel find-panel", "data-panel": "find" },
-          h("h4", { text: "Find" }), form, status, found, h("div", { class: "pager" }, more)));
+          h("h4", { text: "Find" }), form, status, found, h("div", { class: "pager" }, more),
+          bulkBtns.length ? h("div", { class: "pager bulk-actions" }, bulkBtns) : null, bulkBox));
+        if (queue.features.includes("groups")) lists.append(groupsPanel(queue, () => refreshLists()));
       }
     }
 
