@@ -19,10 +19,11 @@ import (
 var ErrCancelUnconfirmed = errors.New("native: the job is cancelled, but the worker holding it has not yet confirmed that it stopped it")
 
 // cancelPoll bounds how often a wait for a worker's confirmation reads the
-// cancelling hash: the first read after cancelPollMin, each next one twice
-// as late, at most cancelPollMax apart.
+// cancelling hash: the first read after cancelPollMin, each next one half
+// as late again, at most cancelPollMax apart. A live worker confirms
+// within a few round trips, so the first reads come close together.
 const (
-	cancelPollMin = time.Millisecond
+	cancelPollMin = 500 * time.Microsecond
 	cancelPollMax = 16 * time.Millisecond
 )
 
@@ -36,7 +37,7 @@ const (
 func (q *Queue) awaitStopped(ctx context.Context, action, id, token string, left time.Duration) error {
 	until := time.Now().Add(left)
 	k := q.keys
-	for wait := cancelPollMin; ; wait = min(2*wait, cancelPollMax) {
+	for wait := cancelPollMin; ; wait = min(wait*3/2, cancelPollMax) {
 		entry, err := q.rdb.HGet(ctx, k.cancelling, id).Result()
 		switch {
 		case errors.Is(err, redis.Nil):
