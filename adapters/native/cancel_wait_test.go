@@ -16,30 +16,35 @@ import (
 // instant (before the fix, Cancel returned at once and the freed handler
 // started the held job before the worker's next round trip told it).
 func TestCancelHeldJobNeverStartsAfterCancel(t *testing.T) {
-	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		ctx := context.Background()
-		q := newQueue(t, rdb, prefix, "cancel-held")
-		release := make(chan struct{})
-		released := sync.OnceFunc(func() { close(release) })
-		t.Cleanup(released)
-		ids, runs := blockedPrefetch(t, q, 2, 1, release, WithLease(5*time.Second))
-		first, ahead := ids[0], ids[1]
-		start := time.Now()
-		was, err := q.Cancel(ctx, ahead)
-		took := time.Since(start)
-		released() // the held job's handler would start now
-		if err != nil || was != StateActive {
-			t.Fatalf("Cancel(held) = %v, %v; want active, nil", was, err)
-		}
-		if took > 2500*time.Millisecond {
-			t.Errorf("Cancel took %s against a live worker, want its confirmation well before the 5s lease", took)
-		}
-		waitState(t, q, first, StateCompleted, 5*time.Second)
-		time.Sleep(100 * time.Millisecond) // let a (wrong) late start show
-		if n := runs()[ahead]; n != 0 {
-			t.Errorf("the cancelled held job's handler ran %d times after Cancel returned, want never", n)
-		}
-	})
+	eachBackend(t, testCancelHeldJobNeverStarts)
+}
+
+func testCancelHeldJobNeverStarts(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "cancel-held")
+	release := make(chan struct{})
+	released := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(released)
+	// Its slots all taken, the worker reserves nothing (so no reserve sees
+	// the cancel) and renews every 10s: only the published cancel tells it
+	// in time.
+	ids, runs := blockedPrefetch(t, q, 2, 1, release, WithLease(30*time.Second))
+	first, ahead := ids[0], ids[1]
+	start := time.Now()
+	was, err := q.Cancel(ctx, ahead)
+	took := time.Since(start)
+	released() // the held job's handler would start now
+	if err != nil || was != StateActive {
+		t.Fatalf("Cancel(held) = %v, %v; want active, nil", was, err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("Cancel took %s against a live worker, want its confirmation well before its renewal (10s)", took)
+	}
+	waitState(t, q, first, StateCompleted, 5*time.Second)
+	time.Sleep(100 * time.Millisecond) // let a (wrong) late start show
+	if n := runs()[ahead]; n != 0 {
+		t.Errorf("the cancelled held job's handler ran %d times after Cancel returned, want never", n)
+	}
 }
 
 // Cancel of a running job returns once its worker cancelled the handler's
@@ -47,38 +52,50 @@ func TestCancelHeldJobNeverStartsAfterCancel(t *testing.T) {
 // the worker at once (published), not at its renewal a third of the lease
 // later (before the fix Cancel returned with the context still live).
 func TestCancelReturnsAfterTheHandlersContextIsCancelled(t *testing.T) {
-	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
-		ctx := context.Background()
-		q := newQueue(t, rdb, prefix, "cancel-running")
-		running := make(chan context.Context, 1)
-		startWorker(t, q, fixedRule(t, time.Second, 3), func(ctx context.Context, j *Job) error {
-			running <- ctx
-			<-ctx.Done()
-			return ctx.Err()
-		}, WithLease(6*time.Second))
-		id, err := q.Enqueue(ctx, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var hctx context.Context
-		select {
-		case hctx = <-running:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the job never started")
-		}
-		start := time.Now()
-		was, err := q.Cancel(ctx, id)
-		took := time.Since(start)
-		if err != nil || was != StateActive {
-			t.Fatalf("Cancel(running) = %v, %v; want active, nil", was, err)
-		}
-		if !errors.Is(context.Cause(hctx), ErrCancelled) {
-			t.Errorf("the handler's context when Cancel returned: cause %v, want ErrCancelled", context.Cause(hctx))
-		}
-		if took > 3*time.Second {
-			t.Errorf("Cancel took %s, want the worker's confirmation well before its renewal (2s) and lease (6s)", took)
-		}
-	})
+	eachBackend(t, testCancelReturnsAfterContext)
+}
+
+func testCancelReturnsAfterContext(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "cancel-running")
+	running := make(chan context.Context, 1)
+	startWorker(t, q, fixedRule(t, time.Second, 3), func(ctx context.Context, j *Job) error {
+		running <- ctx
+		<-ctx.Done()
+		return ctx.Err()
+	}, WithLease(6*time.Second))
+	id, err := q.Enqueue(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hctx context.Context
+	select {
+	case hctx = <-running:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the job never started")
+	}
+	start := time.Now()
+	was, err := q.Cancel(ctx, id)
+	took := time.Since(start)
+	if err != nil || was != StateActive {
+		t.Fatalf("Cancel(running) = %v, %v; want active, nil", was, err)
+	}
+	if !errors.Is(context.Cause(hctx), ErrCancelled) {
+		t.Errorf("the handler's context when Cancel returned: cause %v, want ErrCancelled", context.Cause(hctx))
+	}
+	if took > 3*time.Second {
+		t.Errorf("Cancel took %s, want the worker's confirmation well before its renewal (2s) and lease (6s)", took)
+	}
+}
+
+// On a Cluster the cancel's message reaches the worker (PUBLISH from the
+// script, on whichever node the worker listens) and its confirmation
+// lands in the queue's slot.
+func TestCancelWaitCluster(t *testing.T) {
+	runCluster(t, []backendTest{
+		{"held", testCancelHeldJobNeverStarts},
+		{"running", testCancelReturnsAfterContext},
+	}, "cw")
 }
 
 // heldByDeadWorker reserves a job with a worker that never starts (as one
