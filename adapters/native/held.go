@@ -3,7 +3,10 @@ package native
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
 )
@@ -132,36 +135,59 @@ func (w *Worker) ackCancel(id, token string) {
 // at once the job this worker holds under that token: its renewal tells
 // whether it was cancelled (a message alone is not trusted). Lost
 // messages (a connection cut meanwhile) leave the slower paths: the
-// reserves' count of cancels and the lease renewals.
+// reserves' count of cancels and the lease renewals. After a failure the
+// subscription is closed, not left unread, and made anew after the
+// reconnect backoff.
 func (w *Worker) cancelListen() {
 	defer w.bg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sub := w.q.rdb.Subscribe(ctx, w.q.keys.cancels)
+	var mu sync.Mutex
+	var sub *redis.PubSub // the current subscription, under mu; nil once stopped
+	stopped := false
 	closed := make(chan struct{})
 	go func() {
 		defer close(closed)
 		<-w.bgStop
-		cancel()
-		_ = sub.Close()
+		mu.Lock()
+		stopped = true
+		if sub != nil {
+			_ = sub.Close()
+		}
+		mu.Unlock()
 	}()
 	defer func() { <-closed }()
-	failures := 0
+	ctx := context.Background()
+	for failures := 0; ; failures++ {
+		mu.Lock()
+		if stopped {
+			mu.Unlock()
+			return
+		}
+		s := w.q.rdb.Subscribe(ctx, w.q.keys.cancels)
+		sub = s
+		mu.Unlock()
+		if w.listenCancels(ctx, s) {
+			failures = 0
+		}
+		mu.Lock()
+		sub = nil
+		mu.Unlock()
+		_ = s.Close()
+		if !w.sleep(backoff.Delay(w.reconnect, failures+1, backoff.Source{}), w.bgStop) {
+			return
+		}
+	}
+}
+
+// listenCancels handles the messages of sub until it fails (or is closed),
+// and reports whether any came.
+func (w *Worker) listenCancels(ctx context.Context, sub *redis.PubSub) bool {
+	got := false
 	for {
 		msg, err := sub.ReceiveMessage(ctx)
-		select {
-		case <-w.bgStop:
-			return
-		default:
-		}
 		if err != nil {
-			failures++
-			if !w.sleep(backoff.Delay(w.reconnect, failures, backoff.Source{}), w.bgStop) {
-				return
-			}
-			continue
+			return got
 		}
-		failures = 0
+		got = true
 		w.mu.Lock()
 		rj := w.running[msg.Payload]
 		w.mu.Unlock()
