@@ -229,8 +229,11 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // handler of the job starts unless it is retried, and the cancelled run,
 // if one is still going, has its context cancelled: a job retried from
 // then on ([Queue.Retry], [Queue.RetryFailed]) may run beside a cancelled
-// run only if that run ignores its context. Against a live worker Cancel
-// takes a few round trips; against a dead one up to the lease. When ctx
+// run only if that run ignores its context. (A handler whose call was
+// already under way when its worker learned of the cancel gets its
+// context cancelled before Cancel returns, and may run its first
+// statement after.) Against a live worker Cancel takes a few round trips;
+// against a dead one up to the lease. When ctx
 // ends first, Cancel returns the state and an error matching
 // [ErrCancelUnconfirmed] and ctx's error: the job is cancelled all the
 // same, but its worker may still start the handler, or run it with a live
