@@ -22,7 +22,10 @@ import (
 // process stopped by SIGSTOP and resumed, a stalled connection, a starved
 // machine: the monotonic clock runs on through all of them) the job starts
 // only after one round trip renewed its lease (extend), which shows a
-// lost lease or an operator's cancel, and drops the job if so.
+// lost lease or an operator's cancel, and drops the job if so. What is
+// left is the instant between the check and the handler's call: a process
+// stopped right there for longer than the margin still starts the job on
+// resume.
 //
 // An operator's cancel of a job a worker holds (Queue.Cancel) waits for
 // that worker to confirm that it dropped the job or cancelled its
