@@ -157,16 +157,31 @@ func checkGlob(p string) error {
 // Delete removes the job id and its record: a waiting, delayed, completed
 // or failed job. A running job is not deleted (a [*StateError]); cancel
 // it first. It returns the state the job was in.
+//
+// A job cancelled while a worker held it ([Queue.Cancel]) is deleted only
+// once that worker confirmed it stopped it, or its lease on the job ran
+// out: Delete waits for that as Cancel does, so that no handler of the job
+// starts after Delete returned. When ctx ends first, nothing is deleted and
+// the error matches [ErrCancelUnconfirmed].
 func (q *Queue) Delete(ctx context.Context, id string) (State, error) {
-	s, keys, args := q.call(BulkDelete, id, RetryOptions{})
-	res, err := q.act(ctx, s, "delete", id, keys, args...)
-	if err != nil {
-		return 0, err
+	for {
+		s, keys, args := q.call(BulkDelete, id, RetryOptions{})
+		res, err := q.act(ctx, s, "delete", id, keys, args...)
+		if err != nil {
+			return 0, err
+		}
+		if parseInt(res[0]) == -6 && len(res) >= 4 {
+			// Cancelled while held, not confirmed yet: wait, then delete.
+			if err := q.awaitStopped(ctx, "delete", id, replyString(res[1]), leaseLeft(res[2], res[3])); err != nil {
+				return 0, err
+			}
+			continue
+		}
+		if err := q.refused("delete", id, res, "waiting, delayed, completed or failed (cancel a running job instead)"); err != nil {
+			return 0, err
+		}
+		return parseState(res[1]), nil
 	}
-	if err := q.refused("delete", id, res, "waiting, delayed, completed or failed (cancel a running job instead)"); err != nil {
-		return 0, err
-	}
-	return parseState(res[1]), nil
 }
 
 // RunNow makes the delayed job id due at once, whatever is left of its
@@ -188,30 +203,40 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // returns the state it was in. A waiting or delayed job never runs again;
 // no worker is involved, so no observer or give-up hook hears of it.
 //
-// A running job leaves the active set at once, and its worker can no
-// longer store the attempt's outcome. The cancel wakes an idle worker and
-// is counted where every reserve reads it; a worker whose reserve sees the
-// count change renews its leases at once, which tells it whether the job
-// was its own. So the worker learns of the cancel within a round trip or
-// two when it is idle or busy fetching jobs, and at the latest at its next
-// lease renewal (a third of [WithLease]) or when it tries to store the
-// outcome. It then cancels the handler's context with cause ErrCancelled
-// and tells its observer that the attempt ended the job, permanent, with
-// error ErrCancelled, and its give-up hook likewise; whatever the handler
+// A running job (one a worker holds: running its handler, or reserved
+// ahead of a free handler, [WithPrefetch]) leaves the active set at once,
+// and its worker can no longer store the attempt's outcome. The cancel is
+// published to the queue's workers, which learn of it at once (one round
+// trip to check it, one to confirm it); it also wakes an idle worker and
+// is counted where every reserve reads it, and the worker learns of it at
+// the latest at its next lease renewal (a third of [WithLease]) or when it
+// tries to store the outcome, should the message be lost. The worker then
+// drops the job if its handler has not started, or cancels the handler's
+// context with cause ErrCancelled, and confirms that to Redis; it tells its
+// observer that the attempt ended the job, permanent, with error
+// ErrCancelled, and its give-up hook likewise; whatever the handler
 // returns is dropped. The give-up hook's call is owed from the cancel on,
 // recorded in Redis by it as for a job given up: a worker that died
 // meanwhile tells its observer nothing, and a worker with a hook makes the
 // call once the dead worker's lease on the job ran out. The job stays
 // cancelled.
 //
-// Cancel returns before the handler's context is cancelled: until its
-// worker learns of the cancel (above), the cancelled run goes on with a
-// live context, and a job retried meanwhile ([Queue.Retry],
-// [Queue.RetryFailed]) may start beside it. Retry a job cancelled while
-// running only once its run ended, or accept two runs at once. Likewise a
-// job a worker had reserved ahead of a free handler ([WithPrefetch]) may
-// still start its handler in that window; with WithPrefetch(0) no job is
-// held ahead.
+// Cancel of a running job returns once its worker confirmed it, or once
+// the worker's lease on the job ran out (a worker that died, or cannot
+// reach Redis): a worker starts no job it holds past that lease without a
+// round trip that shows it the cancel. So when Cancel returned nil, no
+// handler of the job starts unless it is retried, and the cancelled run,
+// if one is still going, has its context cancelled: a job retried from
+// then on ([Queue.Retry], [Queue.RetryFailed]) may run beside a cancelled
+// run only if that run ignores its context. (A handler whose call was
+// already under way when its worker learned of the cancel gets its
+// context cancelled before Cancel returns, and may run its first
+// statement after.) Against a live worker Cancel takes a few round trips;
+// against a dead one up to the lease. When ctx
+// ends first, Cancel returns the state and an error matching
+// [ErrCancelUnconfirmed] and ctx's error: the job is cancelled all the
+// same, but its worker may still start the handler, or run it with a live
+// context, until it learns of the cancel.
 //
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
@@ -224,7 +249,13 @@ func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
 	if err := q.refused("cancel", id, res, "waiting, delayed or active"); err != nil {
 		return 0, err
 	}
-	return parseState(res[1]), nil
+	was := parseState(res[1])
+	if len(res) >= 5 {
+		// A running job: wait until its worker can no longer start it or
+		// run it with a live context.
+		return was, q.awaitStopped(ctx, "cancel", id, replyString(res[4]), leaseLeft(res[2], res[3]))
+	}
+	return was, nil
 }
 
 // call is the script, keys and arguments of action a on job id (o: how a
@@ -236,10 +267,10 @@ func (q *Queue) call(a BulkAction, id string, o RetryOptions) (*redis.Script, []
 	case BulkRetry:
 		return scriptRetry, []string{k.jobs, k.wait, k.marker, k.active, k.delayed, k.failed, k.completed}, []any{id, boolArg(o.ResetAttempts)}
 	case BulkDelete:
-		return scriptDelete, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed}, []any{id}
+		return scriptDelete, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.cancelling}, []any{id}
 	}
-	return scriptCancel, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker, k.giveup, k.giveupCalls},
-		[]any{id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost}
+	return scriptCancel, []string{k.jobs, k.wait, k.due, k.active, k.delayed, k.failed, k.completed, k.control, k.marker, k.giveup, k.giveupCalls, k.cancelling},
+		[]any{id, ErrCancelled.Error(), q.failFor.Milliseconds(), q.failMost, k.cancels}
 }
 
 // act runs the action script s on job id.

@@ -52,6 +52,10 @@ type runningJob struct {
 	// busy is set while the attempt holds one of the worker's handler
 	// places (Worker.busy): from its start until it ends (see freeBusy).
 	busy atomic.Bool
+	// startBy is, under Worker.mu, the start deadline of a job held ahead
+	// on the worker's clock: started later only after a renewal (see
+	// held.go).
+	startBy time.Time
 }
 
 // dispatch starts rj's attempt if a handler is free, or queues it behind
@@ -144,9 +148,12 @@ func (w *Worker) releaseQueued() {
 	w.sendBatch(reqs)
 	for i, rj := range mine {
 		out := <-reqs[i].done
-		if err := w.refusal(rj.id, out.res, out.err); err != nil && !errors.Is(err, ErrLeaseLost) {
-			// (A lost lease was a reclaim or a cancel of a job that never
-			// started here: nothing to tell.)
+		switch err := w.refusal(rj.id, out.res, out.err); {
+		case errors.Is(err, ErrLeaseLost):
+			// A reclaim or a cancel of a job that never started here:
+			// nothing to tell, but a Cancel may wait for its confirmation.
+			w.ackCancel(rj.id, rj.token)
+		case err != nil:
 			w.report(err)
 		}
 		w.letGo(rj, true)
@@ -157,6 +164,15 @@ func (w *Worker) releaseQueued() {
 func (w *Worker) run(rj *runningJob) {
 	defer w.freeBusy(rj)
 	j := rj.job
+	if !w.mayStart(rj) {
+		// Its lease was lost (reclaimed: the reclaim told the observer)
+		// or an operator cancelled it (Worker.cancelled told it), or its
+		// lease could not be checked: the handler does not start.
+		if rj.ended.CompareAndSwap(false, true) {
+			w.letGo(rj, true)
+		}
+		return
+	}
 	// The handler's context hangs off no parent (a child of hardCtx would
 	// register with it, under its lock, once per job); stopHandlers cancels
 	// it instead, and a job that starts after that is cancelled here.

@@ -17,7 +17,9 @@ import (
 // context is cancelled with ErrCancelled, and the observer and give-up
 // hook are told the attempt ended the job, permanent. It tells once, on
 // whichever path learns first; the handler's own outcome is then dropped
-// (run finds rj.lost set).
+// (run finds rj.lost set). Once the handler can no longer start or its
+// context is cancelled, the worker confirms the cancel to Redis
+// (ackCancel), for the Queue.Cancel that waits for it.
 func (w *Worker) cancelled(rj *runningJob) {
 	if rj.lost.Swap(true) {
 		return // told already, or the lease was lost to a reclaim that told
@@ -28,9 +30,11 @@ func (w *Worker) cancelled(rj *runningJob) {
 	case rj.cancel != nil:
 		rj.cancel(ErrCancelled)
 	case rj.claimed:
-		// run is telling the observer the attempt started: it ends it too.
+		// run is telling the observer the attempt started: it ends it too,
+		// and calls no handler (lost is set).
 		rj.cancelAtStart = true
 		w.mu.Unlock()
+		w.ackCancel(rj.id, rj.token)
 		return
 	default:
 		// Cancelled between its reservation and its start (a job reserved
@@ -43,6 +47,9 @@ func (w *Worker) cancelled(rj *runningJob) {
 		ctx = nil
 	}
 	w.mu.Unlock()
+	// The handler will not start, or its context is cancelled: Cancel may
+	// return.
+	w.ackCancel(rj.id, rj.token)
 	if ctx == nil {
 		ctx = w.notify.Started(context.Background(), a)
 	}

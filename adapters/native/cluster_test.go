@@ -23,7 +23,7 @@ func TestConformanceCluster(t *testing.T) {
 	for i := 1; i <= h.n; i++ {
 		k := newKeys("rbt", fmt.Sprintf("conf{%d}:q", i))
 		slot := cc.ClusterKeySlot(ctx, k.wait).Val()
-		for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.marker, k.jobs, k.counter, k.control, k.giveup, k.giveupCalls} {
+		for _, key := range []string{k.due, k.active, k.delayed, k.failed, k.completed, k.marker, k.jobs, k.counter, k.control, k.giveup, k.giveupCalls, k.cancelling} {
 			if s := cc.ClusterKeySlot(ctx, key).Val(); s != slot {
 				t.Errorf("key %s in slot %d, its queue's wait list in %d", key, s, slot)
 			}

@@ -144,10 +144,14 @@
 // (see [Queue.List]). Pause stops workers from taking jobs, in the reserve
 // script's one read of the queue's control hash; running jobs finish, and
 // due retries are still promoted, so nothing is lost or late on resume.
-// A cancel of a running job reaches its worker through the same read: the
-// cancel counts in the control hash and wakes an idle worker, and a worker
-// whose reserve sees the count change renews its leases at once, which
-// tells it the job was cancelled (at the latest, its next renewal does).
+// A cancel of a running job is published on the queue's cancels channel,
+// where every worker listens and renews the job it holds under the token
+// published, which tells it the job was cancelled; should the message be
+// lost, the same read as Pause's tells it too (the cancel counts in the
+// control hash and wakes an idle worker, and a worker whose reserve sees
+// the count change renews its leases at once), and at the latest its next
+// renewal does. The worker confirms in the cancelling hash, for the Cancel
+// that waits on it.
 //
 // # Keys
 //
@@ -166,6 +170,8 @@
 //	<prefix>:{<queue>}:control    HASH  operator flags: paused (since, ms), cancels (running jobs cancelled)
 //	<prefix>:{<queue>}:giveup     ZSET  give-up hook calls owed, scored by the owing worker's lease deadline (ms)
 //	<prefix>:{<queue>}:giveup:calls HASH job ID -> what the owed call tells (attempt, cap, outcome, error)
+//	<prefix>:{<queue>}:cancelling HASH  job ID -> token and lease deadline of a running job cancelled, until its worker confirms
+//	<prefix>:{<queue>}:cancels    Pub/Sub channel: the token of each running job cancelled
 //
 // A job has no key of its own: its record is one field of the jobs hash,
 // holding attempts started, the token of the reservation that holds its
@@ -207,7 +213,8 @@
 // handlers cut short by Shutdown) and defer (put back, uncounted, the jobs a
 // circuit breaker held back, to the delayed set); and for operators
 // list_sorted and list_waiting (a page of one state), retry, retry_failed
-// (one bounded step), delete, run_now, cancel, pause and resume.
+// (one bounded step), delete, run_now, cancel, cancel_ack (a worker's
+// confirmation that it stopped a job cancelled), pause and resume.
 //
 // # Waiting
 //

@@ -108,12 +108,11 @@ func ExampleQueue_Cancel() {
 	q, stop := exampleQueue("exports")
 	defer stop()
 	ctx := context.Background()
-	started, stopped := make(chan struct{}), make(chan struct{})
+	running, stopped := make(chan context.Context, 1), make(chan struct{})
 	w, err := native.NewWorker(q, backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(time.Second)), 3)),
 		func(ctx context.Context, j *native.Job) error {
-			close(started)
+			running <- ctx
 			<-ctx.Done()
-			fmt.Println("handler:", context.Cause(ctx))
 			close(stopped)
 			return ctx.Err()
 		})
@@ -127,9 +126,11 @@ func ExampleQueue_Cancel() {
 	if _, err := q.Enqueue(ctx, []byte("all of it"), native.WithID("export-1")); err != nil {
 		panic(err)
 	}
-	<-started
+	hctx := <-running
 	was, err := q.Cancel(ctx, "export-1")
 	fmt.Println("was", was, err)
+	// Cancel returned once the worker had cancelled the handler's context.
+	fmt.Println("handler's context:", context.Cause(hctx))
 	<-stopped
 	j, _ := q.Job(ctx, "export-1")
 	fmt.Println(j.State, j.Cancelled, j.LastError)
@@ -139,7 +140,7 @@ func ExampleQueue_Cancel() {
 	fmt.Println(errors.Is(err, native.ErrWrongState), err)
 	// Output:
 	// was active <nil>
-	// handler: native: cancelled by an operator
+	// handler's context: native: cancelled by an operator
 	// failed true native: cancelled by an operator
 	// true native: cannot cancel job "export-1" of queue "exports": it is failed, want waiting, delayed or active
 }

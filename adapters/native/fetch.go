@@ -153,6 +153,7 @@ const reserveBatch = 1000
 func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time, error) {
 	ctx := context.Background()
 	keys := w.q.keys.reserveKeys
+	startBy := w.now().Add(w.startWindow()) // see held.go
 	var res []any
 	var err error
 	if len(outs) == 0 {
@@ -206,7 +207,7 @@ func (w *Worker) reserveWith(n int, outs []*finishReq) ([]*runningJob, time.Time
 		}
 		// The job is leased to us from here on: register it so its lease
 		// is renewed.
-		rj := &runningJob{id: id, token: token, job: w.newJob(id, rec.attempts, rec)}
+		rj := &runningJob{id: id, token: token, job: w.newJob(id, rec.attempts, rec), startBy: startBy}
 		w.running[token] = rj
 		jobs = append(jobs, rj)
 	}

@@ -495,9 +495,19 @@ func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOpti
 			case len(res) > 0 && (parseInt(res[0]) == -2 || parseInt(res[0]) == -5):
 				b.Skipped++
 				left[i] = true
+			case len(res) > 0 && parseInt(res[0]) == -6:
+				// A delete of a job cancelled while a worker held it, not
+				// confirmed yet: it stays, skipped (Delete waits for it).
+				b.Skipped++
 			default:
 				b.Done++
 				left[i] = true
+				if a == BulkCancel && len(res) >= 5 && err == nil {
+					// A running job: as Cancel does, return only once its
+					// worker can no longer start it or run it with a live
+					// context.
+					err = q.awaitStopped(ctx, "cancel", picked[i].ID, replyString(res[4]), leaseLeft(res[2], res[3]))
+				}
 			}
 		}
 		if err != nil && !errors.Is(err, redis.Nil) {

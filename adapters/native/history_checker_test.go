@@ -59,6 +59,17 @@ func TestHistoryChecker(t *testing.T) {
 			map[string]StoredJob{"a": done(2)}, "", ""},
 		{"overlap on resume", []*hEvent{enq, ev(3, "start", "v", "a", 2), ev(5, "stall", "w", "", 0, func(e *hEvent) { e.StartAt = 1 }), ev(6, "start", "w", "a", 1), ev(7, "end", "v", "a", 2, ret("nil")), ev(8, "end", "w", "a", 1, ret("nil"))},
 			map[string]StoredJob{"a": done(2)}, "", "no-overlap-stale-start"},
+		// (Its context's end recorded late, after the retry started.)
+		{"overlap after a cancel that cancelled its context", []*hEvent{enq, ev(3, "start", "w", "a", 1), call(4, 6, "cancel", "a", was("active")),
+			call(8, 9, "retry", "a"), ev(10, "start", "v", "a", 2), ev(11, "ctxdone", "w", "a", 1, func(e *hEvent) { e.Err = ErrCancelled.Error() }),
+			ev(12, "end", "w", "a", 1, ret("err")), ev(13, "end", "v", "a", 2, ret("nil"))},
+			map[string]StoredJob{"a": done(2)}, "", ""},
+		{"overlap after a cancel, its context live", []*hEvent{enq, ev(3, "start", "w", "a", 1), call(4, 6, "cancel", "a", was("active")),
+			call(8, 9, "retry", "a"), ev(10, "start", "v", "a", 2), ev(11, "end", "w", "a", 1, ret("err")), ev(12, "end", "v", "a", 2, ret("nil"))},
+			map[string]StoredJob{"a": done(2)}, "", "no-overlap-cancel"},
+		{"retried while Cancel waited", []*hEvent{enq, ev(3, "start", "w", "a", 1), call(5, 6, "retry", "a"),
+			ev(7, "start", "v", "a", 2), call(4, 9, "cancel", "a", was("active")), ev(10, "end", "w", "a", 1, ret("err")), ev(11, "end", "v", "a", 2, ret("nil"))},
+			map[string]StoredJob{"a": done(2)}, "", ""},
 		{"told twice", append(ran, ev(7, "obsend", "v", "a", 1, out("success"))), map[string]StoredJob{"a": done(1)}, "", "observer-once"},
 		{"fifo inversion", []*hEvent{
 			call(1, 2, "enqueue", "f1", func(e *hEvent) { e.FireMs = 100 }), call(3, 4, "enqueue", "f2", func(e *hEvent) { e.FireMs = 100 }),

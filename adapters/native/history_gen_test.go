@@ -35,13 +35,10 @@ var (
 // queue does not hold, with the reason: a history that breaks only these
 // is logged, not failed, unless -history.strict is set or
 // REBOUND_HISTORY_KNOWN names another list ("none" for an empty one).
-// Issue 21's defects 2-4 are fixed and no longer listed; defect 1 is open.
-var knownViolations = map[string]string{
-	"start-after-cancel":     "issue 21 defect 1: a job a worker holds ahead (WithPrefetch) and an operator then cancels still starts its handler after Cancel returned, until the worker's next round trip tells it; a start the queue confirms cost half the throughput at 20 handlers and 50 ms retries, so it is not in (docs/native.md, History tests)",
-	"start-after-delete":     "issue 21 defect 1, through Delete: a job held ahead that is cancelled and then deleted starts its handler after Delete returned, for the same reason (a real history, seed 7)",
-	"no-overlap-stale-start": "found by this test, the lease side of defect 1: a job reserved ahead by a worker stopped (SIGSTOP) past its lease starts its handler on resume, beside the run of the worker that reclaimed it",
-	"no-overlap-cancel":      "found by this test, the running-job side of defect 1: Cancel returns before the handler's context is cancelled (at the worker's next reserve or renewal), so a job retried at once runs beside its cancelled run (docs/native.md, Cancel)",
-}
+// Issue 21's defects 1-4 are fixed and no longer listed (defect 1 with its
+// relatives start-after-delete, no-overlap-stale-start, no-overlap-cancel):
+// the list is empty, kept for what a history finds next.
+var knownViolations = map[string]string{}
 
 // known returns the allow-list in force.
 func known() map[string]string {
@@ -206,7 +203,7 @@ func histHandler(seed uint64, proc, actor string, scale time.Duration, rec func(
 			return nil
 		}
 		stop := context.AfterFunc(ctx, func() {
-			rec(&hEvent{Kind: "ctxdone", Proc: proc, Actor: actor, Job: j.ID, Attempt: j.Attempt})
+			rec(&hEvent{Kind: "ctxdone", Proc: proc, Actor: actor, Job: j.ID, Attempt: j.Attempt, Err: errText(context.Cause(ctx))})
 		})
 		defer func() {
 			stop()

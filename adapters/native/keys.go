@@ -22,6 +22,8 @@ type keys struct {
 	control     string // HASH an operator's flags: paused (ms since), cancels (count of running jobs cancelled)
 	giveup      string // ZSET id -> lease deadline (ms) of the worker that owes the job's give-up call
 	giveupCalls string // HASH id -> what the owed give-up call tells (lua/lib/give_up_call.lua)
+	cancelling  string // HASH id -> "<token>,<lease deadline ms>" of a running job cancelled that its worker has not yet confirmed stopping (lua/cancel.lua)
+	cancels     string // Pub/Sub channel: the token of each running job an operator cancels, so its worker learns at once
 
 	// The KEYS of the complete, fail, release, defer and reserve scripts,
 	// built once: every outcome and every fetch sends one of them.
@@ -44,6 +46,8 @@ func newKeys(prefix, queue string) keys {
 		control:     base + "control",
 		giveup:      base + "giveup",
 		giveupCalls: base + "giveup:calls",
+		cancelling:  base + "cancelling",
+		cancels:     base + "cancels",
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
 	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.giveup, k.giveupCalls}

@@ -39,6 +39,7 @@ func (w *Worker) renewLoop() {
 		for lo := 1; lo < len(args); lo += chunk {
 			hi := min(lo+chunk, len(args))
 			batch := append([]any{args[0]}, args[lo:hi]...)
+			sent := w.now()
 			res, err := scriptExtend.Run(context.Background(), w.q.rdb, []string{k.active, k.jobs}, batch...).Slice()
 			if err != nil {
 				w.report(fmt.Errorf("native: renew leases on queue %q: %w", w.q.name, err))
@@ -46,29 +47,16 @@ func (w *Worker) renewLoop() {
 			}
 			for i, v := range res {
 				code := parseInt(v)
-				if code == 1 {
-					continue
-				}
-				token := fmt.Sprint(batch[2+2*i])
+				id, token := fmt.Sprint(batch[1+2*i]), fmt.Sprint(batch[2+2*i])
 				w.mu.Lock()
 				rj := w.running[token]
-				if code == 2 {
-					// An operator cancelled the job (Queue.Cancel).
-					w.mu.Unlock()
-					if rj != nil {
-						w.cancelled(rj)
-					}
-					continue
-				}
-				// A job whose outcome was stored since the renewal was
-				// sent has given its lease back, not lost it.
-				lost := rj != nil && !rj.ended.Load()
-				if lost && rj.cancel != nil {
-					rj.cancel(ErrLeaseLost)
-				}
 				w.mu.Unlock()
-				if lost {
-					w.leaseLost(rj)
+				switch {
+				case rj != nil:
+					w.renewed(rj, code, sent)
+				case code == 2:
+					// Cancelled, and let go here since: nothing to stop.
+					w.ackCancel(id, token)
 				}
 			}
 		}

@@ -27,7 +27,7 @@ func (w *Worker) Start() error {
 		w.renewNow = make(chan struct{}, 1)
 		w.finishCh = make(chan *finishReq, w.concurrency)
 		w.started.Store(true)
-		w.bg.Add(4 + finishers)
+		w.bg.Add(5 + finishers)
 		for range finishers {
 			go w.finisher()
 		}
@@ -35,6 +35,7 @@ func (w *Worker) Start() error {
 		go w.listen()
 		go w.renewLoop()
 		go w.reclaimLoop()
+		go w.cancelListen()
 	})
 	if !ok {
 		return errors.New("native: worker already started; build a new one")

@@ -28,8 +28,11 @@ func WithConcurrency(n int) WorkerOption {
 // handlers (default: as many as its concurrency, at most 100; 0 reserves
 // only for a free handler). A prefetched job holds its lease, renewed
 // like a running job's, and starts as soon as a handler frees up, without
-// waiting for a round trip to Redis; it counts its attempt only when it
-// was reserved, as every job does. Shutdown does not run the prefetched
+// waiting for a round trip to Redis, while its lease as last renewed has a
+// tenth of it left (at least 5ms) on the worker's clock; a job held longer
+// (the process was stopped, Redis unreachable) starts only after a renewal
+// of its lease showed it is still this worker's. It counts its attempt
+// only when it was reserved, as every job does. Shutdown does not run the prefetched
 // jobs: it puts them back at once, uncounted (their attempt given back),
 // at the front of the queue in their order, for other workers (no observer
 // hears of them); only the running ones finish within its deadline.

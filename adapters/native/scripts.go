@@ -88,6 +88,7 @@ var (
 	scriptDelete      = script("delete")
 	scriptRunNow      = script("run_now")
 	scriptCancel      = script("cancel")
+	scriptCancelAck   = script("cancel_ack")
 	scriptPause       = script("pause")
 	scriptResume      = script("resume")
 )
