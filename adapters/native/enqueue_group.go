@@ -154,16 +154,32 @@ func (q *Queue) lead(self *groupCall, batch []*groupCall) {
 }
 
 // handOff wakes every call of batch but self, whose results are set, and
-// passes the queue's group commit on: to the first call of the next batch,
-// or to no one when none waits.
+// passes the queue's group commit on: to the first call of the next batch
+// whose ctx has not ended (the calls before it return their ctx.Err(),
+// unsent), or to no one when none waits.
 func (q *Queue) handOff(self *groupCall, batch []*groupCall) {
 	g := &q.group
-	g.mu.Lock()
-	next := g.next()
-	if next == nil {
-		g.busy = false
+	var next []*groupCall
+	var leader *groupCall
+	for leader == nil {
+		g.mu.Lock()
+		next = g.next()
+		if next == nil {
+			g.busy = false
+		}
+		g.mu.Unlock()
+		if next == nil {
+			break
+		}
+		for i, c := range next {
+			if c.ctx.Err() == nil {
+				leader, next = c, next[i:]
+				break
+			}
+			c.err = c.ctx.Err()
+			c.wake <- struct{}{}
+		}
 	}
-	g.mu.Unlock()
 	for _, c := range batch {
 		if c != self {
 			c.wake <- struct{}{}
@@ -171,9 +187,9 @@ func (q *Queue) handOff(self *groupCall, batch []*groupCall) {
 	}
 	// The next leader is woken last: the runtime runs the goroutine it
 	// readied last first, and the next round trip waits for that one.
-	if next != nil {
-		next[0].lead = next
-		next[0].wake <- struct{}{}
+	if leader != nil {
+		leader.lead = next
+		leader.wake <- struct{}{}
 	}
 }
 

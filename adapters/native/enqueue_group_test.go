@@ -704,3 +704,72 @@ func TestEnqueueGroupStall(t *testing.T) {
 		}
 	}
 }
+
+// panicHook panics once, on the first enqueue_many call it sees.
+type panicHook struct{ done atomic.Bool }
+
+func (*panicHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *panicHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == scriptEnqueueMany.Hash() && h.done.CompareAndSwap(false, true) {
+			panic("a hook of the user's panicked")
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (*panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A panic while a batch is sent (a hook of the user's) comes out of the
+// call that led it; the other calls of the batch return an error, and the
+// queue's next calls still go out.
+func TestEnqueueGroupPanic(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	q := newQueue(t, rdb, "rbt", "group-panic")
+	g := newGate(t, rdb, q)
+	rdb.AddHook(&panicHook{})
+	release, first := holdFirst(t, g, q)
+	const n = 5
+	type outcome struct {
+		err      error
+		panicked bool
+	}
+	res := make([]outcome, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			defer func() {
+				if recover() != nil {
+					res[i].panicked = true
+				}
+			}()
+			_, res[i].err = q.Enqueue(context.Background(), []byte("p"))
+		})
+	}
+	waitPending(t, q, n)
+	release()
+	wg.Wait()
+	if r := first(); r.err != nil {
+		t.Fatal(r.err)
+	}
+	panicked := 0
+	for i, r := range res {
+		switch {
+		case r.panicked:
+			panicked++
+		case r.err == nil || !strings.Contains(r.err.Error(), "panicked"):
+			t.Errorf("call %d of the batch that panicked: %v, want an error saying so", i, r.err)
+		}
+	}
+	if panicked != 1 {
+		t.Errorf("%d calls panicked, want the one that led the batch", panicked)
+	}
+	if _, err := q.Enqueue(context.Background(), []byte("after")); err != nil {
+		t.Errorf("a call after the panic: %v", err)
+	}
+}
