@@ -773,3 +773,33 @@ func TestEnqueueGroupPanic(t *testing.T) {
 		t.Errorf("a call after the panic: %v", err)
 	}
 }
+
+// now_ms_text gives the text num(math.floor(now_us() / 1000)) would, at
+// microseconds that need padding and at the edges of a millisecond, on
+// miniredis's set clock and on the real Redis's.
+func TestNowMsText(t *testing.T) {
+	src := mustRead("lua/lib/num.lua") + "\n" + mustRead("lua/lib/now_us.lua") + "\n" + mustRead("lua/lib/now_ms_text.lua") +
+		"\nreturn {now_ms_text(), num(math.floor(now_us() / 1000))}\n"
+	check := func(t *testing.T, rdb redis.UniversalClient, at, want string) {
+		t.Helper()
+		got, err := rdb.Eval(context.Background(), src, nil).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0] != got[1] || (want != "" && got[0] != want) {
+			t.Errorf("at %s: now_ms_text %q, num %q, want both %q", at, got[0], got[1], want)
+		}
+	}
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	for _, us := range []int64{0, 1, 999, 1000, 1001, 99_999, 123_456, 999_000, 999_999} {
+		at := time.Unix(1_764_660_000, us*1000)
+		m.SetTime(at)
+		check(t, rdb, at.Format(time.RFC3339Nano), fmt.Sprint(at.UnixMilli()))
+	}
+	for _, b := range backends[:1] {
+		c, _ := b.open(t)
+		check(t, c, "the real Redis's clock", "")
+	}
+}

@@ -6,13 +6,13 @@
 -- Returns 0 when the ID is taken, 1 when the job is waiting.
 --
 -- This is the hottest script of a producer, so it carries only what a job
--- to run at once needs: three keys, four helpers, and HSETNX, which is the
+-- to run at once needs: three keys, three helpers, the clock read as text
+-- (no arithmetic: the job needs no fire time), and HSETNX, which is the
 -- check for a taken ID too (one command instead of HEXISTS then HSET; a
 -- redis.call costs about as much as the work it does).
 --
--- include: num now_us wake rec_new
-local us = now_us()
-if redis.call('HSETNX', KEYS[1], ARGV[1], rec_new(ARGV[4], num(math.floor(us / 1000)), ARGV[3], ARGV[5], ARGV[2])) == 0 then
+-- include: now_ms_text wake rec_new
+if redis.call('HSETNX', KEYS[1], ARGV[1], rec_new(ARGV[4], now_ms_text(), ARGV[3], ARGV[5], ARGV[2])) == 0 then
   return 0
 end
 redis.call('RPUSH', KEYS[2], ARGV[1])
