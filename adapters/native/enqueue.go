@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/rebound-go/rebound/internal/option"
@@ -170,6 +171,13 @@ func (j *preparedJob) size() int {
 // appendArgs appends the job's arguments (see args) to dst.
 func (j *preparedJob) appendArgs(dst []any) []any {
 	return append(dst, j.id, j.payload, j.name, j.maxAttempts, j.delayUs, j.meta)
+}
+
+// texts are the job's metadata and name as its record holds them, each led
+// by its byte length and ':' (see lua/lib/rec_new.lua), for the enqueue
+// script.
+func (j *preparedJob) texts() string {
+	return strconv.Itoa(len(j.meta)) + ":" + j.meta + strconv.Itoa(len(j.name)) + ":" + j.name
 }
 
 // exists is the error of a job whose ID the queue already holds.

@@ -261,7 +261,7 @@ func (q *Queue) store(ctx context.Context, calls []*groupCall) ([]int64, error) 
 		if j.delayUs > 0 {
 			code, err = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker}, j.args()...).Int64()
 		} else {
-			code, err = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.name, j.maxAttempts, j.meta).Int64()
+			code, err = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.maxAttempts, j.texts()).Int64()
 		}
 		if err != nil {
 			return nil, fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -802,4 +803,35 @@ func TestNowMsText(t *testing.T) {
 		c, _ := b.open(t)
 		check(t, c, "the real Redis's clock", "")
 	}
+}
+
+// A job enqueued alone (the enqueue script, its texts packed by the host)
+// is stored as the same record, byte for byte but its created time, as
+// the same job through EnqueueMany (enqueue_many, rec_new), names and
+// metadata of any bytes and lengths included.
+func TestEnqueueRecordAsMany(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "record-as-many")
+		created := regexp.MustCompile(`^(\d*,\d*,\d*,)\d+(,)`)
+		for i, opts := range [][]EnqueueOption{
+			nil,
+			{WithName("email"), WithMaxAttempts(7)},
+			{WithName(strings.Repeat("n", 1234)), WithMetadata(map[string]string{"trace\x00id": "\xff\xfe:|,", "": "", "k": strings.Repeat("v", 10_000)})},
+		} {
+			alone, err := q.Enqueue(ctx, []byte("pay:load|,"), append(opts, WithID(fmt.Sprint("alone", i)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := q.EnqueueMany(ctx, []EnqueueParams{{Payload: []byte("pay:load|,"), Options: append(opts, WithID(fmt.Sprint("many", i)))}})
+			if err != nil || res[0].Err != nil {
+				t.Fatal(err, res)
+			}
+			a, _ := rdb.HGet(ctx, q.keys.jobs, alone).Result()
+			m, _ := rdb.HGet(ctx, q.keys.jobs, res[0].ID).Result()
+			if a, m := created.ReplaceAllString(a, "${1}T$2"), created.ReplaceAllString(m, "${1}T$2"); a != m || !strings.Contains(a, ",T,") {
+				t.Errorf("options %d: alone %.80q, many %.80q; want the same record but the created time", i, a, m)
+			}
+		}
+	})
 }
