@@ -324,14 +324,14 @@ func benchMemoryBullMQ(b *testing.B, payload []byte, stackTraceLimit int) {
 }
 
 // benchEnqueueBullMQ enqueues enqueueJobs jobs with BullMQ's add from
-// enqueueParallel concurrent loops (how "add") or with addBulk in chunks
+// producers concurrent loops (how "add") or with addBulk in chunks
 // of enqueueChunk (how "addbulk").
-func benchEnqueueBullMQ(how string) func(b *testing.B) enqueueRound {
-	return func(b *testing.B) enqueueRound {
+func benchEnqueueBullMQ(how string) func(b *testing.B, producers int) enqueueRound {
+	return func(b *testing.B, producers int) enqueueRound {
 		bullmqNode(b)
 		rdb := privateRedis(b)
 		r := startBullMQ(b, rdb, map[string]any{"mode": "enqueue", "how": how, "jobs": enqueueJobs,
-			"parallel": enqueueParallel, "chunk": enqueueChunk, "payload": string(enqueuePayload)})
+			"parallel": producers, "chunk": enqueueChunk, "payload": string(enqueuePayload)})
 		r.next("ready", time.Minute, nil)
 		redis0 := redisCPUSeconds(b, rdb)
 		r.say("go")

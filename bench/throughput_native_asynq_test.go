@@ -59,7 +59,7 @@ var throughputEngines = []struct {
 }
 
 // enginesEnv, set to a comma-separated list of engine names ("native,asynq"),
-// limits the throughput rounds to those engines (a sub-benchmark filter
+// limits the throughput and enqueue rounds to those engines (a sub-benchmark filter
 // cannot: every engine of a group runs in each round).
 const enginesEnv = "REBOUND_BENCH_ENGINES"
 
@@ -104,17 +104,25 @@ func BenchmarkThroughput(b *testing.B) {
 	})
 }
 
+// engineFilter returns the engines enginesEnv names, or nil (every
+// engine) when it is not set.
+func engineFilter() map[string]bool {
+	v := os.Getenv(enginesEnv)
+	if v == "" {
+		return nil
+	}
+	only := map[string]bool{}
+	for _, name := range strings.Split(v, ",") {
+		only[strings.TrimSpace(name)] = true
+	}
+	return only
+}
+
 // benchThroughputGroup runs throughputRounds rounds at one handler count
 // and retry delay, every engine once per round in turn, then reports each
 // engine's medians under a sub-benchmark of its name.
 func benchThroughputGroup(b *testing.B, concurrency int, delay time.Duration) {
-	var only map[string]bool
-	if v := os.Getenv(enginesEnv); v != "" {
-		only = map[string]bool{}
-		for _, name := range strings.Split(v, ",") {
-			only[strings.TrimSpace(name)] = true
-		}
-	}
+	only := engineFilter()
 	skipped := map[string]string{}
 	for _, e := range throughputEngines {
 		switch {

@@ -201,7 +201,10 @@
 // KEYS and every input in ARGV, and is run by SHA: enqueue (a job to run
 // at once), enqueue_delayed (a job with a delay), enqueue_many
 // (up to 1000 jobs a call, each checked and stored as enqueue would, with
-// one call per command for the batch), reserve (promote
+// one call per command for the batch: EnqueueMany's calls, and the group
+// commits of concurrent Enqueue calls, where a call alone goes out at
+// once with enqueue or enqueue_delayed and the calls made while it is in
+// flight share the next enqueue_many call), reserve (promote
 // due jobs, then lease up to N with one call per command for the batch),
 // complete (one call for every success in a batch of outcomes, each job
 // checked and stored in turn as if alone), fail (the same batching for

@@ -6,9 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/internal/option"
 )
@@ -87,25 +86,41 @@ func WithMetadata(m map[string]string) EnqueueOption {
 // options the job runs as soon as a worker is free, under the worker's rule.
 // To add many jobs at once, [Queue.EnqueueMany] stores up to 1000 of them
 // in one round trip.
+//
+// Concurrent calls on one Queue share round trips (group commit): a call
+// that finds none of the queue's in flight sends its job at once, alone;
+// calls made meanwhile wait for it to return, then go together in one
+// script call (up to 1000 jobs and 4 MiB, as EnqueueMany sends them), in
+// the order they were made. Each still gets its own result: its ID, or
+// [ErrJobExists] when the ID was taken, by a stored job or by a call before
+// it in the same script call. Bad input (a payload above the limit, an
+// invalid option) fails only its own call, before anything is sent.
+//
+// ctx bounds the call. When it ends while the call waits for a round
+// trip, the job is not sent, nothing is stored, and Enqueue returns
+// ctx.Err() itself. Once the job is sent, the call waits for Redis's
+// answer whatever ctx does (the client's read timeout bounds it) and
+// reports what was stored; only when the ctx of every call sharing that
+// round trip has ended is it abandoned, where the client still can (before
+// it is written, or at the latest of those calls' deadlines), and then
+// Enqueue returns an error wrapping ctx.Err() that says the job may or may
+// not be stored. A nil ctx
+// is an error. The queue runs no goroutine of its own for this, so there
+// is nothing to close: a call in flight when the client is closed returns
+// the client's error.
 func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOption) (string, error) {
+	if ctx == nil {
+		return "", fmt.Errorf("native: Enqueue on queue %q: ctx is nil, want a context.Context (context.Background() for none)", q.name)
+	}
 	j, err := q.prepare(payload, opts)
 	if err != nil {
 		return "", err
 	}
-	// Two scripts, so that the common case, a job to run at once, carries
-	// no key and no helper of the delayed path.
-	k := q.keys
-	var cmd *redis.Cmd
-	if j.delayUs > 0 {
-		cmd = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker}, j.args()...)
-	} else {
-		cmd = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.name, j.maxAttempts, j.meta)
-	}
-	res, err := cmd.Int64()
+	code, err := q.enqueueGrouped(ctx, j)
 	if err != nil {
-		return "", fmt.Errorf("native: enqueue on queue %q: %w", q.name, err)
+		return "", err
 	}
-	if res == 0 {
+	if code == 0 {
 		return "", q.exists(j.id)
 	}
 	return j.id, nil
@@ -156,6 +171,13 @@ func (j *preparedJob) size() int {
 // appendArgs appends the job's arguments (see args) to dst.
 func (j *preparedJob) appendArgs(dst []any) []any {
 	return append(dst, j.id, j.payload, j.name, j.maxAttempts, j.delayUs, j.meta)
+}
+
+// texts are the job's metadata and name as its record holds them, each led
+// by its byte length and ':' (see lua/lib/rec_new.lua), for the enqueue
+// script.
+func (j *preparedJob) texts() string {
+	return strconv.Itoa(len(j.meta)) + ":" + j.meta + strconv.Itoa(len(j.name)) + ":" + j.name
 }
 
 // exists is the error of a job whose ID the queue already holds.

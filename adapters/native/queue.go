@@ -30,6 +30,7 @@ type Queue struct {
 	keepMost   int
 	failFor    time.Duration
 	failMost   int
+	group      enqueueGroup // Enqueue's group commit (enqueue_group.go)
 }
 
 // A QueueOption configures a [Queue].

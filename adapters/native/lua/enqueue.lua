@@ -1,18 +1,20 @@
 -- enqueue: adds one job to run at once, at the back of the wait list (a job
 -- with a delay goes through enqueue_delayed instead).
 -- KEYS: 1 jobs, 2 wait, 3 marker
--- ARGV: 1 id, 2 payload, 3 name, 4 max attempts (0 = the worker's rule),
---       5 metadata (packed by the host, "" for none)
+-- ARGV: 1 id, 2 payload, 3 max attempts (0 = the worker's rule), 4 the
+--       metadata (packed by the host, "" for none) then the name, each led
+--       by its byte length and ':', as the record holds them
 -- Returns 0 when the ID is taken, 1 when the job is waiting.
 --
 -- This is the hottest script of a producer, so it carries only what a job
--- to run at once needs: three keys, four helpers, and HSETNX, which is the
+-- to run at once needs: three keys, three helpers, the clock read as text
+-- (no arithmetic: the job needs no fire time), the record's texts packed
+-- by the host, and HSETNX, which is the
 -- check for a taken ID too (one command instead of HEXISTS then HSET; a
 -- redis.call costs about as much as the work it does).
 --
--- include: num now_us wake rec_new
-local us = now_us()
-if redis.call('HSETNX', KEYS[1], ARGV[1], rec_new(ARGV[4], num(math.floor(us / 1000)), ARGV[3], ARGV[5], ARGV[2])) == 0 then
+-- include: now_ms_text wake rec_new_packed
+if redis.call('HSETNX', KEYS[1], ARGV[1], rec_new_packed(ARGV[3], now_ms_text(), ARGV[4], ARGV[2])) == 0 then
   return 0
 end
 redis.call('RPUSH', KEYS[2], ARGV[1])
