@@ -55,6 +55,9 @@ func checkMix(e *env) {
 		n = mixDefaultJobs
 	}
 	replay := replayCommand(e.t.Name(), seed)
+	if n != mixDefaultJobs {
+		replay += fmt.Sprintf(" -conformance.mix=%d", n)
+	}
 	e.t.Logf("conformance: Mix seed %d, %d jobs; replay: %s", seed, n, replay)
 	m := newMix(seed, e.lim)
 	w := e.start(fmt.Sprintf("mix seed %d", seed), m.rules[""], func(c *Config) {
