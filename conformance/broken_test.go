@@ -403,6 +403,7 @@ func TestMixReplays(t *testing.T) {
 // the lifecycle and hostile checks that depend on timing, on the real
 // clock, where lateness is measured rather than exact.
 func TestBrokenHarnessesRealClock(t *testing.T) {
+	fixMixSeed(t, brokenMixSeed)
 	for _, f := range []struct {
 		fault  fault
 		check  string
@@ -417,6 +418,9 @@ func TestBrokenHarnessesRealClock(t *testing.T) {
 		{faultSharedByID, "Concurrency", "was another engine's decision for a job with the same ID applied?"},
 		{faultBreakerFlood, "Breaker", "the backlog was released at once, not at the budget's rate"},
 		{faultBreakerSpends, "Breaker", "runs the breaker deferred spent an attempt"},
+		{faultMatchByPayload, "LookAlike", "was another job's delay told?"},
+		{faultEngineToldOwn, "EngineDecision", "want the engine's decision, outcome \"engine\""},
+		{faultRoundDownLate, "Mix", "the engine ran it earlier than it said"},
 	} {
 		h := &ReferenceHarness{fault: f.fault}
 		if got := findings(t, h, f.check); !containsPhrase(got, f.phrase) {
