@@ -609,3 +609,29 @@ func TestReclaimCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineDecisionSkips checks that the EngineDecision check is skipped,
+// not failed, for a harness that declares its engine has no decision of
+// its own, and for one whose engine does not implement EngineDecider, and
+// that the reference engine, which does, runs it.
+func TestEngineDecisionSkips(t *testing.T) {
+	for _, tc := range []struct {
+		h    Harness
+		skip bool
+	}{
+		{lackingHarness{bareHarness{ref: ReferenceSynctest(), lacks: map[Feature]string{FeatureEngineDecisions: "rebound is the engine"}}}, true},
+		{bareHarness{ref: ReferenceSynctest()}, true},
+		{bareHarness{ref: Reference()}, true},
+		{ReferenceSynctest(), false},
+	} {
+		var skipped bool
+		var found []string
+		t.Run(tc.h.Name(), func(t *testing.T) {
+			t.Cleanup(func() { skipped = t.Skipped() })
+			found = runCheck(t, tc.h, checkNamed(t, "EngineDecision"), nil)
+		})
+		if skipped != tc.skip || len(found) > 0 {
+			t.Errorf("%s: EngineDecision skipped %v with %d violations, want skipped %v and none:\n%s", tc.h.Name(), skipped, len(found), tc.skip, strings.Join(found, "\n"))
+		}
+	}
+}
