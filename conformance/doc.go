@@ -273,8 +273,9 @@
 //     (always one of 1 and one of at least 4). 24 jobs, a third of them
 //     look-alike, each get a random sequence of runs (plain failures,
 //     retry-after hints, permanent errors, panics, the four hostile
-//     errors) ending in a success unless the cap or a permanent error
-//     ends it first, and all run at once. Every job is held to the truth
+//     errors, and at most one run per job that outlives Config.Timeout,
+//     set as in the Timeout check) ending in a success unless the cap or a
+//     permanent error ends it first, and all run at once. Every job is held to the truth
 //     rules above and every failed attempt to the rule's decision for it,
 //     as in LookAlike. The check logs its seed and a command that replays
 //     it alone; a failing mix says both. The test binary's flag

@@ -37,9 +37,9 @@ var mixKinds = []string{"mix_a", "mix_b", "mix_c"}
 // 6, one rule per kind), each job a random sequence of runs (plain
 // failures, retry-after hints, permanent errors, handler panics, hostile
 // errors: typed nil, an Error method that panics, a 1 MB text, invalid
-// UTF-8) ending in a success unless the cap or a permanent error ends it
-// first, some jobs look-alike (one kind, empty payloads). Every job's
-// story is checked against the model, as in every check (runs, numbering,
+// UTF-8, at most one run outliving Config.Timeout) ending in a success
+// unless the cap or a permanent error ends it first, some jobs look-alike
+// (one kind, empty payloads). Every job's story is checked against the model, as in every check (runs, numbering,
 // gaps never early and bounded late, one terminal outcome, what the
 // observer and the give-up hook were told), and each failed attempt's
 // told decision against the rule's for that job and attempt. The seed is
@@ -61,6 +61,7 @@ func checkMix(e *env) {
 	e.t.Logf("conformance: Mix seed %d, %d jobs; replay: %s", seed, n, replay)
 	m := newMix(seed, e.lim)
 	w := e.start(fmt.Sprintf("mix seed %d", seed), m.rules[""], func(c *Config) {
+		c.Timeout = m.timeout
 		c.KindRules = map[string]backoff.Rule{}
 		for _, k := range mixKinds {
 			c.KindRules[k] = m.rules[k]
@@ -120,10 +121,14 @@ type mix struct {
 	rng   *rand.Rand
 	rules map[string]backoff.Rule // by kind, "" for the default
 	unit  time.Duration           // the smallest delay drawn
+	// timeout is the worker's Config.Timeout; overrun how long a run that
+	// outlives it runs.
+	timeout, overrun time.Duration
 }
 
 func newMix(seed uint64, lim Limits) *mix {
 	m := &mix{rng: rand.New(rand.NewPCG(seed, 0x5eed)), rules: map[string]backoff.Rule{}, unit: max(unit/4, time.Millisecond)}
+	m.timeout, m.overrun = timeouts(lim)
 	// Every cap from 1 on is drawn; the named kinds always hold a cap of 1
 	// and one of at least 4, so a mix has jobs that never retry and jobs
 	// retried three times and more.
@@ -207,9 +212,18 @@ func (m *mix) script(maxAttempts int) script {
 	if m.rng.IntN(2) == 0 {
 		steps = m.rng.IntN(maxAttempts + 1)
 	}
+	overran := false
 	for range steps {
 		var st step
 		switch r := m.rng.IntN(100); {
+		case r < 5 && !overran:
+			// At most one run of a job outlives its timeout: on an engine
+			// whose timeouts are whole seconds each costs seconds.
+			overran = true
+			st = step{Do: stepOverrunFail, Overrun: m.overrun}
+			if m.rng.IntN(2) == 0 {
+				st.Do = stepOverrun
+			}
 		case r < 45:
 			st.Do = stepFail
 		case r < 57:

@@ -69,6 +69,10 @@ type step struct {
 	// After attaches a backoff.RetryAfter hint to a "fail".
 	After   time.Duration `json:"after,omitempty"`
 	Hostile string        `json:"hostile,omitempty"`
+	// Overrun, on an "overrun" or "overrun-fail", is how long the run
+	// ignores its context before it returns nil or the scripted error:
+	// past Config.Timeout, so the engine counts a failure either way.
+	Overrun time.Duration `json:"overrun,omitempty"`
 }
 
 // The kinds of step.
@@ -78,7 +82,21 @@ const (
 	stepPermanent = "permanent"
 	stepPanic     = "panic"
 	stepHostile   = "hostile"
+	// stepOverrun and stepOverrunFail outlive the attempt's timeout and
+	// then return nil or the scripted error.
+	stepOverrun     = "overrun"
+	stepOverrunFail = "overrun-fail"
 )
+
+// overrun returns the longest time a run of the script outlives its
+// timeout by design.
+func (s script) overrun() time.Duration {
+	d := s.Overrun
+	for _, st := range s.Steps {
+		d = max(d, st.Overrun)
+	}
+	return d
+}
 
 // step returns the step of run n, and whether the script has one.
 func (s script) step(n int) (step, bool) {
@@ -157,6 +175,11 @@ func (s script) run(ctx context.Context, n int, rec *recorder) error {
 	switch {
 	case st.Do == stepPanic:
 		panic(err)
+	case st.Do == stepOverrun || st.Do == stepOverrunFail:
+		time.Sleep(st.Overrun)
+		if st.Do == stepOverrun {
+			return nil
+		}
 	case s.Block:
 		select {
 		case <-ctx.Done():
@@ -237,6 +260,10 @@ func (s script) describe() string {
 				parts = append(parts, "fails permanently")
 			case st.Do == stepPanic:
 				parts = append(parts, "panics")
+			case st.Do == stepOverrun:
+				parts = append(parts, fmt.Sprintf("outlives its timeout (runs %v) and returns nil", st.Overrun))
+			case st.Do == stepOverrunFail:
+				parts = append(parts, fmt.Sprintf("outlives its timeout (runs %v) and fails", st.Overrun))
 			default:
 				parts = append(parts, "succeeds")
 			}

@@ -289,11 +289,11 @@ func (w *worker) runsWanted(j *job) (int, State) {
 // run never waits for it; it only bounds a failing one.
 func (w *worker) budget(j *job) time.Duration {
 	runs, _ := w.runsWanted(j)
-	total := 10*time.Second + j.s.Overrun
+	total := 10*time.Second + j.s.overrun()
 	if j.s.Block || j.s.Stale {
 		total += blockBound
 	}
-	per := 2*w.e.slack + 100*time.Millisecond + j.s.Overrun
+	per := 2*w.e.slack + 100*time.Millisecond + j.s.overrun()
 	for n := 1; n < runs && n < 1000; n++ {
 		d, _ := w.decide(j, n, j.s.err(n))
 		total = satAdd(satAdd(total, w.e.effDelay(d.Delay)), per)
