@@ -82,8 +82,7 @@ func (w *worker) verifyRuns(j *job, got State) {
 			continue // the next run may start at once, with the same number
 		}
 		counted++
-		// The engine spaces the retries of a job it retries by itself.
-		if i+1 >= len(runs) || r.stale || j.engine {
+		if i+1 >= len(runs) || r.stale {
 			continue
 		}
 		err := r.err
