@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/big"
@@ -146,15 +145,7 @@ func (s *Server) clamp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.model.Curve(Query{Policy: policy, From: time.Now(), HerdJobs: 1, HerdAttempt: 1, HerdBuckets: 1})
-	var pe *PolicyError
-	switch {
-	case errors.As(err, &pe):
-		writeJSON(w, http.StatusUnprocessableEntity, struct {
-			PolicyError *PolicyError `json:"policyError"`
-		}{pe})
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
+	if writeCurveError(w, err) {
 		return
 	}
 	f, inner := formOf(c.Policy), curveOf(c.Policy)

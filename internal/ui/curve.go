@@ -62,15 +62,7 @@ func (s *Server) curve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := s.model.Curve(q)
-	var pe *PolicyError
-	switch {
-	case errors.As(err, &pe):
-		writeJSON(w, http.StatusUnprocessableEntity, struct {
-			PolicyError *PolicyError `json:"policyError"`
-		}{pe})
-		return
-	case err != nil:
-		writeError(w, http.StatusBadRequest, err.Error())
+	if writeCurveError(w, err) {
 		return
 	}
 	a := curveAnswer{Curve: c, MaxAttempts: maxAttempts, Key: q.Key, From: q.From.Format(time.RFC3339Nano), Form: formOf(c.Policy)}
@@ -156,4 +148,22 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeCurveError answers the model's error for a curve, if there is one:
+// a policy the parser refused as its PolicyError (message and caret, 422),
+// anything else as a bad request. It reports whether it answered.
+func writeCurveError(w http.ResponseWriter, err error) bool {
+	var pe *PolicyError
+	switch {
+	case errors.As(err, &pe):
+		writeJSON(w, http.StatusUnprocessableEntity, struct {
+			PolicyError *PolicyError `json:"policyError"`
+		}{pe})
+		return true
+	case err != nil:
+		writeError(w, http.StatusBadRequest, err.Error())
+		return true
+	}
+	return false
 }

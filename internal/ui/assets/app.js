@@ -8,27 +8,10 @@
   const $ = (sel, root = document) => root.querySelector(sel);
   const $$ = (sel, root = document) => Array.from(root.querySelectorAll(sel));
   const TOKEN = $('meta[name="rebound-token"]').content;
-  const SVGNS = "http://www.w3.org/2000/svg";
 
   // ---- element helpers ----
 
-  function build(make, tag, attrs, kids) {
-    const el = make(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
-      if (k === "text") el.textContent = v;
-      else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
-      else el.setAttribute(k, v === true ? "" : v);
-    }
-    for (const kid of kids.flat()) {
-      if (kid === undefined || kid === null || kid === false) continue;
-      el.append(typeof kid === "string" || typeof kid === "number" ? String(kid) : kid);
-    }
-    return el;
-  }
-  const h = (tag, attrs, ...kids) => build((t) => document.createElement(t), tag, attrs, kids);
-  const s = (tag, attrs, ...kids) => build((t) => document.createElementNS(SVGNS, t), tag, attrs, kids);
-  const num = (x) => String(Math.round(x * 100) / 100);
+  const { h, s, num } = window.reboundDOM;
 
   // ---- durations ----
 

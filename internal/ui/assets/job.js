@@ -8,25 +8,9 @@
 
 (() => {
   const $ = (sel, root = document) => root.querySelector(sel);
-  const SVGNS = "http://www.w3.org/2000/svg";
   const { typedKeys, jobHref } = window.reboundKeys;
 
-  function build(make, tag, attrs, kids) {
-    const el = make(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === undefined || v === null || v === false) continue;
-      if (k === "text") el.textContent = v;
-      else el.setAttribute(k, v === true ? "" : v);
-    }
-    for (const kid of kids.flat()) {
-      if (kid === undefined || kid === null || kid === false) continue;
-      el.append(typeof kid === "string" || typeof kid === "number" ? String(kid) : kid);
-    }
-    return el;
-  }
-  const h = (tag, attrs, ...kids) => build((t) => document.createElement(t), tag, attrs, kids);
-  const s = (tag, attrs, ...kids) => build((t) => document.createElementNS(SVGNS, t), tag, attrs, kids);
-  const num = (x) => String(Math.round(x * 100) / 100);
+  const { h, s, num } = window.reboundDOM;
 
   function span(ms) {
     const p = (x) => String(+x.toPrecision(3));
