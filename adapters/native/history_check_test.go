@@ -9,6 +9,7 @@ package native
 // history_real_test.go (real Redis, real worker processes, real signals).
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -161,6 +162,7 @@ var invariants = []struct{ name, what string }{
 	{"one-state", "every job is in exactly one state at a time: on one list or set, once, with a record, a lease token exactly while active"},
 	{"acked-ends-terminal", "every acknowledged job not deleted ends completed or failed, never lost"},
 	{"drains", "once producers and operators stop, every job ends"},
+	{"unsent-not-stored", "an Enqueue that returned its ctx's error itself (its job never sent, see the group commit) stored nothing"},
 	{"attempts-cap", "no attempt runs above the job's cap, none is numbered below 1, and no stored count is above the cap"},
 	{"duplicate-id", "an ID taken by a job that was not deleted is refused (ErrJobExists)"},
 	{"start-after-cancel", "no handler starts after Cancel of its job returned success (unless a retry or enqueue revived the job)"},
@@ -217,6 +219,7 @@ type jobHist struct {
 	enqueues     []*hEvent // successful enqueues
 	refused      []*hEvent // enqueues refused as duplicates
 	maybe        []*hEvent // enqueues that failed in flight: stored or not
+	unsent       []*hEvent // Enqueue calls that returned their ctx's error: never sent
 	maybeDeletes []*hEvent // deletes that failed in flight
 	cancels      []*hEvent // successful cancels
 	deletes      []*hEvent // successful deletes
@@ -289,6 +292,9 @@ func (c *checker) index(e *hEvent) {
 				j.enqueues = append(j.enqueues, e)
 				j.name, j.max = e.Name, e.Max
 				c.enqueueCalls = append(c.enqueueCalls, e)
+			} else if e.Op == "enqueue" && (e.Err == context.Canceled.Error() || e.Err == context.DeadlineExceeded.Error()) {
+				// Enqueue returned its ctx's error itself: never sent.
+				j.unsent = append(j.unsent, e)
 			} else if strings.Contains(e.Err, ErrJobExists.Error()) && len(j.enqueues)+len(j.maybe) > 0 {
 				j.refused = append(j.refused, e)
 			} else {
@@ -400,6 +406,16 @@ func (c *checker) capOf(e *hEvent) int {
 }
 
 func (c *checker) job(id string, j *jobHist) {
+	if len(j.unsent) > 0 && len(j.enqueues)+len(j.maybe)+len(j.refused) == 0 {
+		final, found := c.fin.jobs[id]
+		switch {
+		case found:
+			c.bad("unsent-not-stored", "job %s: its only Enqueue returned %q (never sent), but the queue holds it: %s after %d attempts", id, j.unsent[0].Err, final.State, final.Attempts)
+		case len(j.starts) > 0:
+			c.bad("unsent-not-stored", "job %s: its only Enqueue returned %q (never sent), but attempt %d ran", id, j.unsent[0].Err, j.starts[0].Attempt)
+		}
+		return
+	}
 	if len(j.enqueues) == 0 && (len(j.starts) == 0 || len(j.maybe) > 0) {
 		return // refused, or never acknowledged: nothing to check
 	}

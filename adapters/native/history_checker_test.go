@@ -1,6 +1,7 @@
 package native
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -28,6 +29,8 @@ func TestHistoryChecker(t *testing.T) {
 	done := func(n int) StoredJob { return StoredJob{State: StateCompleted, Attempts: n} }
 	failed := func(n int) StoredJob { return StoredJob{State: StateFailed, Attempts: n} }
 	enq := call(1, 2, "enqueue", "a")
+	unsent := call(1, 2, "enqueue", "a")
+	unsent.OK, unsent.Err = false, context.DeadlineExceeded.Error()
 	ran := []*hEvent{enq, ev(3, "obsstart", "w", "a", 1), ev(4, "start", "w", "a", 1), ev(5, "end", "w", "a", 1, ret("nil")), ev(6, "obsend", "w", "a", 1, out("success"))}
 	cases := []struct {
 		name string
@@ -37,6 +40,9 @@ func TestHistoryChecker(t *testing.T) {
 		want string // the invariant broken, "" for none
 	}{
 		{"clean", ran, map[string]StoredJob{"a": done(1)}, "", ""},
+		{"unsent, not stored", []*hEvent{unsent}, map[string]StoredJob{}, "", ""},
+		{"unsent but stored", []*hEvent{unsent}, map[string]StoredJob{"a": done(1)}, "", "unsent-not-stored"},
+		{"unsent but ran", []*hEvent{unsent, ev(3, "start", "w", "a", 1), ev(4, "end", "w", "a", 1, ret("nil"))}, map[string]StoredJob{}, "", "unsent-not-stored"},
 		{"lost", ran, map[string]StoredJob{}, "", "acked-ends-terminal"},
 		{"deleted, not lost", append(ran, call(7, 8, "delete", "a")), map[string]StoredJob{}, "", ""},
 		{"two states told", ran, map[string]StoredJob{"a": failed(1)}, "", "observer-stored"},

@@ -377,7 +377,15 @@ func produce(ctx context.Context, h *history, q *Queue, seed uint64, actor strin
 		callID := h.calls.Add(1)
 		if !bulk {
 			o := batch[0]
-			_, err := q.Enqueue(ctx, []byte("p"), o.opts...)
+			// Now and then a call whose ctx ends at once or while it may
+			// wait for the group commit's call in flight: one that returns
+			// its ctx's error itself promises the job was never sent.
+			cctx, cancel := ctx, context.CancelFunc(func() {})
+			if r.IntN(6) == 0 {
+				cctx, cancel = context.WithTimeout(ctx, time.Duration(r.IntN(3))*unit/2)
+			}
+			_, err := q.Enqueue(cctx, []byte("p"), o.opts...)
+			cancel()
 			h.call(p, &hEvent{Actor: actor, Op: "enqueue", Job: o.id, OK: err == nil, Err: errText(err), Name: o.name, Max: o.max, FireMs: o.fireMs, CallID: callID})
 			if err == nil {
 				book.add(o.id)
