@@ -172,7 +172,7 @@ func (q *Queue) Delete(ctx context.Context, id string) (State, error) {
 		}
 		if parseInt(res[0]) == -6 && len(res) >= 4 {
 			// Cancelled while held, not confirmed yet: wait, then delete.
-			if err := q.awaitStopped(ctx, "delete", id, replyString(res[1]), leaseLeft(res[2], res[3])); err != nil {
+			if err := q.awaitStopped(ctx, "delete", id, replyString(res[1]), leaseEnd(res[2], res[3])); err != nil {
 				return 0, err
 			}
 			continue
@@ -253,7 +253,7 @@ func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
 	if len(res) >= 5 {
 		// A running job: wait until its worker can no longer start it or
 		// run it with a live context.
-		return was, q.awaitStopped(ctx, "cancel", id, replyString(res[4]), leaseLeft(res[2], res[3]))
+		return was, q.awaitStopped(ctx, "cancel", id, replyString(res[4]), leaseEnd(res[2], res[3]))
 	}
 	return was, nil
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rebound-go/rebound/internal/stall"
 )
 
 // A job a worker holds ahead that an operator cancels never starts its
@@ -269,4 +271,37 @@ func TestHeldJobPastItsLeaseStartsOnlyAfterACheck(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A bulk cancel of running jobs whose workers died waits, as Cancel does,
+// until their leases ran out, and the waits run side by side: three jobs
+// held under leases that end together take about one lease, not three.
+func TestBulkCancelOfDeadWorkersJobsWaitsOneLease(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "bulk-cancel-dead")
+		const lease = 500 * time.Millisecond
+		wit := stall.Watch(t)
+		reserved := time.Now()
+		ids := map[string]bool{}
+		for range 3 {
+			ids[heldByDeadWorker(t, q, lease)] = true
+		}
+		p, err := q.Bulk(ctx, BulkCancel, Filter{State: StateActive}, BulkOptions{}, nil)
+		took := time.Since(reserved)
+		if err != nil || p.Done != 3 {
+			t.Fatalf("Bulk cancel = %+v, %v; want 3 done", p, err)
+		}
+		// The last lease began last; each wait ends at its own lease's
+		// end, measured from the reply: waited one after the other they take
+		// about three leases.
+		if took < lease-5*time.Millisecond || took > lease+wit.Allow(400*time.Millisecond, reserved, time.Now()) {
+			t.Errorf("Bulk cancel returned %s after the first reserve, want about one %s lease", took, lease)
+		}
+		for id := range ids {
+			if j, err := q.Job(ctx, id); err != nil || j.State != StateFailed || !j.Cancelled {
+				t.Errorf("job %s: %+v (%v), want failed, cancelled", id, j, err)
+			}
+		}
+	})
 }

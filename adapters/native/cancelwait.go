@@ -29,13 +29,12 @@ const (
 
 // awaitStopped waits until the worker that held job id under the
 // reservation token confirms that it stopped it (lua/cancel_ack.lua
-// cleared its entry in the cancelling hash), or until its lease, left
-// long after the reply that said so arrived, has run out: from then on
+// cleared its entry in the cancelling hash), or until its lease has run
+// out at until (leaseEnd, read as the reply that said so arrived): from then on
 // the worker starts no job it held without a round trip that shows it the
 // cancel (see Worker.mayStart). When ctx ends first it returns an error
 // matching ErrCancelUnconfirmed and ctx's error.
-func (q *Queue) awaitStopped(ctx context.Context, action, id, token string, left time.Duration) error {
-	until := time.Now().Add(left)
+func (q *Queue) awaitStopped(ctx context.Context, action, id, token string, until time.Time) error {
 	k := q.keys
 	for wait := cancelPollMin; ; wait = min(wait*3/2, cancelPollMax) {
 		entry, err := q.rdb.HGet(ctx, k.cancelling, id).Result()
@@ -80,8 +79,10 @@ func hasTokenPrefix(entry, token string) bool {
 	return len(entry) > len(token) && entry[:len(token)] == token && entry[len(token)] == ','
 }
 
-// leaseLeft reads the lease deadline and the server's time (both ms) a
-// script returned: how long the lease has left.
-func leaseLeft(lease, now any) time.Duration {
-	return time.Duration(parseInt(lease)-parseInt(now)) * time.Millisecond
+// leaseEnd reads the lease deadline and the server's time (both ms) a
+// script returned: when the lease runs out on this process's clock, read
+// now, as the reply arrives (a later reading would wait past the lease by
+// however long the caller took meanwhile).
+func leaseEnd(lease, now any) time.Time {
+	return time.Now().Add(time.Duration(parseInt(lease)-parseInt(now)) * time.Millisecond)
 }

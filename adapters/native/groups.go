@@ -485,6 +485,11 @@ func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOpti
 		// it (a refusal means the job was gone, or elsewhere), but for
 		// those whose call failed.
 		left := make([]bool, len(picked))
+		type stopping struct {
+			id, token string
+			until     time.Time
+		}
+		var waits []stopping // running jobs cancelled, read as the replies arrived
 		for i, c := range cmds {
 			res, cerr := c.Slice()
 			switch {
@@ -502,13 +507,20 @@ func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOpti
 			default:
 				b.Done++
 				left[i] = true
-				if a == BulkCancel && len(res) >= 5 && err == nil {
-					// A running job: as Cancel does, return only once its
-					// worker can no longer start it or run it with a live
-					// context.
-					err = q.awaitStopped(ctx, "cancel", picked[i].ID, replyString(res[4]), leaseLeft(res[2], res[3]))
+				if a == BulkCancel && len(res) >= 5 {
+					waits = append(waits, stopping{picked[i].ID, replyString(res[4]), leaseEnd(res[2], res[3])})
 				}
 			}
+		}
+		// Running jobs cancelled: as Cancel does, the step returns only
+		// once their workers can no longer start them or run them with a
+		// live context. The waits run side by side in time (each until its
+		// own lease's end), so a step waits for the longest, not the sum.
+		for _, s := range waits {
+			if err != nil {
+				break
+			}
+			err = q.awaitStopped(ctx, "cancel", s.id, s.token, s.until)
 		}
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return left, fmt.Errorf("native: %s on queue %q (%d done in this step before it): %w", what, q.name, b.Done, err)
