@@ -73,6 +73,9 @@ const (
 	faultBreakerFlood             // asks the breaker about every run as a first run: the budget never holds the backlog back
 	faultBreakerNeverCloses       // reports a success of a bound job as neutral: a probe's success never closes the breaker
 	faultCancelUntyped            // tells the engine's cancel of a running attempt as a plain error, not an *observe.CancelledError
+	faultMatchByPayload           // finds the run an ending attempt belongs to by its payload: look-alike jobs swap decisions and stories
+	faultEngineToldOwn            // tells a retry the engine decided on its own as the adapter's permanent decision, and gives the job up
+	faultRoundDownLate            // waits a kind's delay rounded down to 10 ms from its third retry on: only random mixes reach it
 )
 
 // Reference returns the reference harness on the real clock. It declares

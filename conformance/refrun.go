@@ -60,6 +60,9 @@ func (e *refEngine) run(j *refJob) {
 	e.mu.Lock()
 	r.octx, r.att = octx, att
 	e.mu.Unlock()
+	if fault == faultMatchByPayload {
+		r.open = a.openRun(j.payload, refOpen{id: j.id, n: n, octx: octx, att: att})
+	}
 	pass, held := e.ask(j, r, octx, att)
 	if held {
 		return
@@ -105,6 +108,7 @@ func (e *refEngine) ask(j *refJob, r *refRun, octx context.Context, att observe.
 		return p, false
 	}
 	d, res := a.g.Deferral(octx, p)
+	a.dropRun(j.payload, r.open)
 	e.mu.Lock()
 	j.cur = nil
 	j.deferrals++
@@ -135,6 +139,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	}
 	e.mu.Unlock()
 
+	if stale || why == errShutdown || e.ctx.Err() != nil {
+		a.dropRun(j.payload, r.open)
+	}
 	switch {
 	case stale:
 		res := observe.Result{Err: errLeaseLost, Counting: observe.Interrupted}
@@ -171,8 +178,18 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 		return
 	}
 
+	// Whose attempt this is, as the adapter finds it: its own, unless the
+	// adapter matches runs by their payload and another look-alike run is
+	// older (the planted defect).
+	id, dn := j.id, n
+	if fault == faultMatchByPayload {
+		if who := a.claimRun(j.payload); who != nil {
+			id, dn, octx, att = who.id, who.n, who.octx, who.att
+		}
+	}
 	var dec backoff.Decision
 	var policyPanicked bool
+	engineDecided := false
 	switch {
 	case why == errCancelled && fault == faultCancelUntyped:
 		err = fmt.Errorf("%w (the attempt returned %s)", errCancelled, safe.Message(err))
@@ -182,8 +199,11 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 		// engine stores, typed.
 		err = &observe.CancelledError{Engine: a.text(errCancelled), Cause: errCancelled}
 		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
+	case err != nil && j.own && n < a.maxAttempts(a.rule(j.kind)):
+		// The engine retries the job by itself; the adapter is not asked.
+		engineDecided = true
 	case err != nil:
-		dec, policyPanicked = a.decide(e, j.id, j.kind, n, err)
+		dec, policyPanicked = a.decide(e, id, j.kind, dn, err)
 	}
 	readable := errorText(err)
 	var text string
@@ -212,6 +232,8 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 		e.mu.Unlock()
 		a.release(e, j.id)
 		return // the job stays pending for ever: the defect under test
+	case engineDecided:
+		e.schedule(j, refOwnDelay)
 	case !dec.Retry():
 		j.state = StateFailed
 	case e.closed:
@@ -233,6 +255,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	}
 	if fault == faultTimeoutSuccess && timedOut && herr == nil {
 		res = observe.Result{}
+	}
+	if fault == faultEngineToldOwn && engineDecided {
+		res.Decision = backoff.Decision{Outcome: backoff.OutcomePermanent}
 	}
 	if fault == faultOutcomeSwapped && res.GaveUp() {
 		res.Decision.Outcome ^= backoff.OutcomeExhausted ^ backoff.OutcomePermanent
@@ -280,6 +305,14 @@ func (e *refEngine) faultyDelay(j *refJob, now time.Time, delay time.Duration) t
 		window, _, _ := herdWindow(e.a.h.Limits())
 		id, _ := strconv.Atoi(j.id)
 		delay += window * time.Duration(id%10) / 10
+	case faultRoundDownLate:
+		// From the third retry of a job of a named kind not bound to a
+		// dependency on, the fire time is stored in 10 ms units, rounded
+		// down: no named check retries such a job that often with a delay
+		// off the 10 ms grid, a random mix does.
+		if j.kind != "" && j.attempts >= 3 && e.a.cfg.Dependencies[j.kind] == "" {
+			delay = delay.Truncate(10 * time.Millisecond)
+		}
 	case faultHugeAtOnce:
 		// The fire time as Unix nanoseconds: a delay near the Duration
 		// limit overflows it into the past, and the job runs at once.
