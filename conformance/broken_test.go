@@ -172,6 +172,12 @@ var brokenCases = []struct {
 		passes: "AttemptsCap",
 	},
 	{
+		name:   "timed-out attempt not counted",
+		fault:  faultTimeoutUncounted,
+		fails:  map[string]string{"Timeout": "was reported as Job.Attempt 1, want 2"},
+		passes: "AttemptsCap",
+	},
+	{
 		name:   "cancelled job runs anyway",
 		fault:  faultCancelRuns,
 		fails:  map[string]string{"Cancel": "a job never runs again once terminal"},
@@ -632,6 +638,37 @@ func TestEngineDecisionSkips(t *testing.T) {
 		})
 		if skipped != tc.skip || len(found) > 0 {
 			t.Errorf("%s: EngineDecision skipped %v with %d violations, want skipped %v and none:\n%s", tc.h.Name(), skipped, len(found), tc.skip, strings.Join(found, "\n"))
+		}
+	}
+}
+
+// TestTimeoutMovesOn runs the Timeout and Mix checks on the reference
+// engine that ends an attempt at its timeout's deadline and runs the job
+// again while the handler that ignores its context still runs, as the
+// native queue does (docs/native.md: the worker moves on at the deadline):
+// an honest design both checks must pass, on fake time and on the real
+// clock, the Mix at the seed the native queue failed on a Cluster before
+// the suite waited for such a run to return. The defects the Timeout check
+// is written for must still fail it on that engine.
+func TestTimeoutMovesOn(t *testing.T) {
+	fixMixSeed(t, 18263050993340071839)
+	for _, h := range []*ReferenceHarness{{synctest: true, movesOn: true}, {movesOn: true}} {
+		for _, name := range []string{"Timeout", "Mix"} {
+			if got := findings(t, h, name); len(got) > 0 {
+				t.Errorf("%s: %s failed:\n%s", h.Name(), name, strings.Join(got, "\n"))
+			}
+		}
+	}
+	for _, tc := range []struct {
+		fault  fault
+		phrase string
+	}{
+		{faultTimeoutSuccess, "the engine counts that as a failure, but the observer was told success"},
+		{faultTimeoutUncounted, "was reported as Job.Attempt 1, want 2"},
+	} {
+		h := &ReferenceHarness{synctest: true, movesOn: true, fault: tc.fault}
+		if got := findings(t, h, "Timeout"); !containsPhrase(got, tc.phrase) {
+			t.Errorf("%s with fault %d: Timeout did not catch it; want a violation containing %q, got:\n%s", h.Name(), tc.fault, tc.phrase, strings.Join(got, "\n"))
 		}
 	}
 }

@@ -179,7 +179,11 @@
 //     handlers that ignore their context and outlive the deadline, then
 //     return nil or an error: each overrun is exactly one counted failure,
 //     never told as a success, the next attempt numbered after it, no
-//     second exhausted; every handler's context carries the deadline.
+//     second exhausted; every handler's context carries the deadline. An
+//     engine may end the attempt at the deadline and run the job again
+//     while the handler still runs, or wait for the handler; a job alone
+//     on a worker of its own overruns once, then succeeds, and the suite
+//     waits for every run to return before it judges a story.
 //   - Cancel ([CancelEngine]): a running job (its handler's context must
 //     be cancelled), a job waiting for its retry, and one shortly before
 //     its retry's fire time (where an engine holding the job for a precise

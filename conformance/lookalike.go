@@ -138,7 +138,15 @@ func (w *worker) verifyToldDecisions() {
 		}
 		counted := 0
 		for i, r := range w.rec.runs(j.id) {
-			if r.interrupt || !r.ended {
+			if r.interrupt {
+				continue
+			}
+			if !r.ended {
+				// verify says the run never returned; a run the engine
+				// ended and counted meanwhile still numbers the next.
+				if w.toldEndedCounted(r) {
+					counted++
+				}
 				continue
 			}
 			ev, ok := events[r.ev]

@@ -71,8 +71,7 @@ func (e *refEngine) run(j *refJob) {
 	if fault == faultHandlerOffContext {
 		hctx = attemptCtx
 	}
-	var herr error
-	perr := safe.Call("handler", func() { herr = e.handler(hctx, Job{ID: j.id, Attempt: reported, Payload: payload}) })
+	herr, perr := e.call(hctx, attemptCtx, ctx, Job{ID: j.id, Attempt: reported, Payload: payload})
 	err := herr
 	if perr != nil {
 		err = perr
@@ -89,6 +88,41 @@ func (e *refEngine) run(j *refJob) {
 		octx = attemptCtx
 	}
 	e.conclude(j, r, octx, att, n, err, herr, perr != nil, timedOut)
+}
+
+// call runs the handler for one attempt and returns what it returned and
+// what it panicked with. With movesOn set, an attempt whose timeout
+// (attemptCtx's deadline) passes while the handler still runs ends at the
+// deadline, as the native queue's do: call returns two nils at once (the
+// caller reads the timeout from attemptCtx), and the handler's late return
+// is dropped. A cancel or a shutdown (ctx ending) still waits for the
+// handler, as without movesOn.
+func (e *refEngine) call(hctx, attemptCtx, ctx context.Context, job Job) (herr, perr error) {
+	body := func() (herr, perr error) {
+		perr = safe.Call("handler", func() { herr = e.handler(hctx, job) })
+		return herr, perr
+	}
+	if _, ok := attemptCtx.Deadline(); !ok || !e.a.h.movesOn {
+		return body()
+	}
+	type result struct{ herr, perr error }
+	done := make(chan result, 1)
+	e.wg.Add(1) // Close waits for the abandoned handler too
+	go func() {
+		defer e.wg.Done()
+		herr, perr := body()
+		done <- result{herr, perr}
+	}()
+	select {
+	case r := <-done:
+		return r.herr, r.perr
+	case <-attemptCtx.Done():
+	}
+	if attemptCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		return nil, nil
+	}
+	r := <-done
+	return r.herr, r.perr
 }
 
 // ask asks the breaker, for a job bound to a dependency, whether its run
@@ -216,6 +250,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	e.mu.Lock()
 	j.cur = nil
 	j.attempts = n
+	if fault == faultTimeoutUncounted && timedOut {
+		j.attempts = n - 1
+	}
 	if err != nil {
 		j.lastErr = text
 	}
