@@ -277,8 +277,10 @@
 //     (always one of 1 and one of at least 4). 24 jobs, a third of them
 //     look-alike, each get a random sequence of runs (plain failures,
 //     retry-after hints, permanent errors, panics, the four hostile
-//     errors, and at most one run per job that outlives Config.Timeout,
-//     set as in the Timeout check) ending in a success unless the cap or a
+//     errors, and at most one run per job that outlives Config.Timeout:
+//     the Timeout check's, raised to leave the runs meant to end in time
+//     twice the declared Lateness, at most 0.5 s, of room) ending in a
+//     success unless the cap or a
 //     permanent error ends it first, and all run at once. Every job is held to the truth
 //     rules above and every failed attempt to the rule's decision for it,
 //     as in LookAlike. The check logs its seed and a command that replays

@@ -128,7 +128,7 @@ type mix struct {
 
 func newMix(seed uint64, lim Limits) *mix {
 	m := &mix{rng: rand.New(rand.NewPCG(seed, 0x5eed)), rules: map[string]backoff.Rule{}, unit: max(unit/4, time.Millisecond)}
-	m.timeout, m.overrun = timeouts(lim)
+	m.timeout, m.overrun = mixTimeouts(lim)
 	// Every cap from 1 on is drawn; the named kinds always hold a cap of 1
 	// and one of at least 4, so a mix has jobs that never retry and jobs
 	// retried three times and more.
@@ -139,6 +139,24 @@ func newMix(seed uint64, lim Limits) *mix {
 	}
 	m.rules[""] = m.rule(1 + m.rng.IntN(6))
 	return m
+}
+
+// mixTimeouts returns the Mix's Config.Timeout and how long a run that
+// outlives it runs: the Timeout check's, but with room for a stall of
+// twice the declared Lateness (at most half a second) above the longest
+// run a script means to end in time (a hold of three mix units, plus the
+// Timeout check's 80 ms): a mix runs many handlers
+// at once for seconds, and on a loaded machine under the race detector a
+// run held up past an 80 ms deadline by accident is counted a failure the
+// script never asked for (seen on the reference engine on the real clock:
+// a success counted as a timeout, a retry-after hint decided as a plain
+// timeout).
+func mixTimeouts(lim Limits) (timeout, overrun time.Duration) {
+	timeout, overrun = timeouts(lim)
+	if t := 3*max(unit/4, time.Millisecond) + min(2*lim.Lateness, 500*time.Millisecond) + 4*unit; t > timeout {
+		timeout, overrun = t, t+max(t/2, 2*unit)
+	}
+	return timeout, overrun
 }
 
 // rule draws a rule in the text form and parses it, as a user's
