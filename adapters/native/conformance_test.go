@@ -291,7 +291,17 @@ func (e *engine) Pending() int {
 	return len(w.running)
 }
 
+// Lacks declares the one feature the native queue has no use for: rebound
+// is the engine, so every retry is decided by the rule; nothing decides
+// one without it.
+func (h *harness) Lacks() map[conformance.Feature]string {
+	return map[conformance.Feature]string{
+		conformance.FeatureEngineDecisions: "rebound is the engine: the worker decides every retry under the rule, and no handler, hook or tool of the native queue schedules one without asking it",
+	}
+}
+
 var (
+	_ conformance.LackingHarness    = (*harness)(nil)
 	_ conformance.SharedHarness     = (*harness)(nil)
 	_ conformance.BreakerHarness    = (*harness)(nil)
 	_ conformance.SynctestHarness   = (*harness)(nil)
