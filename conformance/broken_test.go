@@ -428,9 +428,20 @@ func TestBrokenHarnessesRealClock(t *testing.T) {
 		{faultEngineToldOwn, "EngineDecision", "want the engine's decision, outcome \"engine\""},
 		{faultRoundDownLate, "Mix", "the engine ran it earlier than it said"},
 	} {
-		h := &ReferenceHarness{fault: f.fault}
-		if got := findings(t, h, f.check); !containsPhrase(got, f.phrase) {
-			t.Errorf("fault %d: %s: want a violation containing %q, got:\n%s", f.fault, f.check, f.phrase, strings.Join(got, "\n"))
+		// On the real clock a timing fault shows only if the machine lets
+		// it: a retry fired at half its delay is not early once a stall
+		// has held the timer past the whole delay. The fault must show in
+		// one of three runs; each run that hid it is logged.
+		var got []string
+		for try := 1; try <= 3; try++ {
+			h := &ReferenceHarness{fault: f.fault}
+			if got = findings(t, h, f.check); containsPhrase(got, f.phrase) {
+				break
+			}
+			t.Logf("fault %d: %s: run %d of 3 hid the fault (the machine's stalls can): %s", f.fault, f.check, try, strings.Join(got, "; "))
+		}
+		if !containsPhrase(got, f.phrase) {
+			t.Errorf("fault %d: %s: want a violation containing %q in one of 3 runs, got:\n%s", f.fault, f.check, f.phrase, strings.Join(got, "\n"))
 		}
 	}
 }
