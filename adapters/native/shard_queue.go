@@ -140,7 +140,7 @@ func decodeShardsCursor(c string, n int) ([]string, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil || !strings.HasPrefix(string(raw), "M|") {
-		return nil, fmt.Errorf("%w: not a cursor List of this sharded queue returned (cursor %q)", ErrBadCursor, c)
+		return nil, fmt.Errorf("%w: not a cursor List returned (cursor %q)", ErrBadCursor, c)
 	}
 	f := strings.Split(string(raw[2:]), ",")
 	if len(f) != n {
@@ -163,7 +163,7 @@ func decodeScanCursor(c string, n int) (int, string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(c)
 	f := strings.SplitN(string(raw), "|", 3)
 	if err != nil || len(f) != 3 || f[0] != "S" {
-		return 0, "", fmt.Errorf("%w: not a cursor a scan of this sharded queue returned (cursor %q)", ErrBadCursor, c)
+		return 0, "", fmt.Errorf("%w: not a cursor a scan of this queue returned (cursor %q)", ErrBadCursor, c)
 	}
 	i, err := strconv.Atoi(f[1])
 	if err != nil || i < 0 || i >= n {

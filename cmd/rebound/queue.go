@@ -331,6 +331,11 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "%s: Redis at %s does not answer: %s\n", fs.Name(), redisAddrs(rdb), redisURL.describe(err))
 		return exitFail
 	}
+	// A sharded queue is served over all its shards, as its layout says.
+	if q, err = native.OpenQueue(ctx, rdb, pos[0], native.WithPrefix(o.prefix)); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return exitFail
+	}
 	call.ctx, call.q, call.rdb = ctx, q, rdb
 	err = c.run(call)
 	switch {
