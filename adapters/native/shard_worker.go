@@ -49,7 +49,7 @@ func (w *Worker) startParts() error {
 		slots := make(chan struct{}, w.concurrency+w.prefetch)
 		disp := &dispatcher{idle: w.concurrency}
 		for _, p := range w.parts {
-			p.slots, p.disp = slots, disp
+			p.slots, p.disp, p.part = slots, disp, true
 			err = errors.Join(err, p.Start()) // (nil: each part is started here, once)
 		}
 	})

@@ -74,6 +74,7 @@ type Worker struct {
 	// each a worker of that shard sharing the slots, the handler places and
 	// the breaker's guard; nil for a worker of a queue of one shard.
 	parts []*Worker
+	part  bool // this is a part of a sharded worker
 }
 
 // dispatcher holds a worker's handler places: how many are free, and the
