@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -295,28 +296,47 @@ func contains(s []string, x string) bool {
 }
 
 // slotOwners returns a function naming the master that serves each slot,
-// from the cluster's slot map, and the masters; one master, "", serves
+// from the cluster's slot map (CLUSTER SHARDS, or CLUSTER SLOTS before
+// Redis 7), and the masters; one master, "", serves
 // every slot on a client that is not a Cluster client.
 func slotOwners(ctx context.Context, rdb redis.UniversalClient) (func(uint16) string, []string, error) {
 	cc, ok := rdb.(*redis.ClusterClient)
 	if !ok {
 		return func(uint16) string { return "" }, []string{""}, nil
 	}
-	ranges, err := cc.ClusterSlots(ctx).Result()
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the cluster's slot map (CLUSTER SLOTS): %w", err)
-	}
 	owners := make([]string, 16384)
 	var masters []string
+	own := func(addr string, lo, hi int64) {
+		if !contains(masters, addr) {
+			masters = append(masters, addr)
+		}
+		for s := max(lo, 0); s <= hi && s < int64(len(owners)); s++ {
+			owners[s] = addr
+		}
+	}
+	shards, err := cc.ClusterShards(ctx).Result()
+	if err == nil {
+		for _, sh := range shards {
+			for _, n := range sh.Nodes {
+				if n.Role != "master" {
+					continue
+				}
+				for _, r := range sh.Slots {
+					own(net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10)), r.Start, r.End)
+				}
+			}
+		}
+		return func(s uint16) string { return owners[s] }, masters, nil
+	}
+	// Before Redis 7 (no CLUSTER SHARDS): the slot map of CLUSTER SLOTS.
+	//lint:ignore SA1019 the fallback for servers without CLUSTER SHARDS
+	ranges, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the cluster's slot map (CLUSTER SHARDS, then CLUSTER SLOTS): %w", err)
+	}
 	for _, r := range ranges {
-		if len(r.Nodes) == 0 {
-			continue
-		}
-		if !contains(masters, r.Nodes[0].Addr) {
-			masters = append(masters, r.Nodes[0].Addr)
-		}
-		for s := r.Start; s <= r.End && s < len(owners); s++ {
-			owners[s] = r.Nodes[0].Addr
+		if len(r.Nodes) > 0 {
+			own(r.Nodes[0].Addr, int64(r.Start), int64(r.End))
 		}
 	}
 	return func(s uint16) string { return owners[s] }, masters, nil

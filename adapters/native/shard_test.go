@@ -125,13 +125,10 @@ func TestShardQueueAPI(t *testing.T) {
 		ctx := context.Background()
 		q := newSharded(t, rdb, prefix, "api", 3)
 		const n = 60
-		var ids []string
 		for i := range n {
-			id, err := q.Enqueue(ctx, []byte("p"), WithID(fmt.Sprint("job-", i)), WithName("k"))
-			if err != nil {
+			if _, err := q.Enqueue(ctx, []byte("p"), WithID(fmt.Sprint("job-", i)), WithName("k")); err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, id)
 		}
 		if _, err := q.Enqueue(ctx, nil, WithID("job-7")); !errors.Is(err, ErrJobExists) {
 			t.Errorf("second Enqueue of job-7: %v, want ErrJobExists", err)
