@@ -102,7 +102,9 @@ func (q *Queue) ShardTags() []string {
 //
 // shards must be 1 to [MaxShards], and match the layout already stored, if
 // any: changing the number of shards of a live queue is not done by this
-// call (see docs/native.md). On a single Redis node (not a Cluster) the
+// call (see docs/native.md), nor is spreading a queue of one shard that
+// holds jobs: a queue without a layout must be empty (no job in any state)
+// to become one of more shards. On a single Redis node (not a Cluster) the
 // shards all live on that node: it works, and gains nothing.
 func NewShardedQueue(ctx context.Context, rdb redis.UniversalClient, name string, shards int, opts ...QueueOption) (*Queue, error) {
 	if ctx == nil {
@@ -123,6 +125,18 @@ func NewShardedQueue(ctx context.Context, rdb redis.UniversalClient, name string
 	if stored == nil {
 		if shards == 1 {
 			return base, nil // nothing to write down: the queue is today's
+		}
+		// A queue of one shard in use holds jobs whose IDs hash to the
+		// other shards: their actions by ID would miss them, and WithID
+		// would not see them. Spreading it is not done here (see
+		// docs/native.md, "Changing N").
+		c, err := base.Counts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("native: NewShardedQueue %q: %w", name, err)
+		}
+		if held := c.Waiting + c.Active + c.Delayed + c.Completed + c.Failed; held > 0 {
+			return nil, fmt.Errorf("native: NewShardedQueue %q: the queue already holds %d jobs as a queue of one shard, want an unused queue name to spread over %d shards (moving a queue in use to shards is not supported yet)",
+				name, held, shards)
 		}
 		tags, err := chooseTags(ctx, rdb, escapeTag(name), shards)
 		if err != nil {

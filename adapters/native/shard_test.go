@@ -107,6 +107,17 @@ func TestShardLayout(t *testing.T) {
 				t.Errorf("NewShardedQueue(%d): no error", n)
 			}
 		}
+		// A queue of one shard in use is not spread.
+		used := newQueue(t, rdb, prefix, "used")
+		if _, err := used.Enqueue(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := NewShardedQueue(ctx, rdb, "used", 3, WithPrefix(prefix)); err == nil {
+			t.Error("NewShardedQueue(3) of a queue of one shard holding a job: no error")
+		}
+		if n, _ := rdb.Exists(ctx, layoutKey(prefix, "used")).Result(); n != 0 {
+			t.Error("a refused NewShardedQueue wrote a layout")
+		}
 		lk := layoutKey(prefix, "bad")
 		for _, raw := range []string{"nope", `{"version":9,"shards":["bad","x"]}`, `{"version":1,"shards":["bad","bad"]}`, `{"version":1,"shards":["x","y"]}`} {
 			rdb.Set(ctx, lk, raw, 0)
