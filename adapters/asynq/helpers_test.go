@@ -55,6 +55,7 @@ func realRedis(t testing.TB) (redis.UniversalClient, string) {
 // server is a running asynq server on one queue.
 type server struct {
 	srv    *asynq.Server
+	rdb    redis.UniversalClient // the client asynq's server, client and inspector share
 	client *asynq.Client
 	insp   *asynq.Inspector
 	queue  string
@@ -111,6 +112,7 @@ func start(t testing.TB, c redis.UniversalClient, queue string, r *Retrier, h as
 	}
 	s := &server{
 		srv:    srv,
+		rdb:    c,
 		client: asynq.NewClientFromRedisClient(c),
 		insp:   asynq.NewInspectorFromRedisClient(c),
 		queue:  queue,

@@ -3,7 +3,9 @@ package reboundasynq
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/observe"
@@ -54,29 +57,73 @@ func ended(rec *reboundtest.Recorder, id string, n int) bool {
 	return true
 }
 
-// retryWatch polls the task's info and remembers, per retry count, the
-// time asynq stored for the task's next run: what asynq really applied.
+// retryWatch remembers, per retry count, the time asynq stored for the
+// task's next run: what asynq really applied. It reads the arguments of
+// asynq's retry script as the script is sent (a go-redis hook on the
+// server's client), not the task's state by polling, which misses a retry
+// the forwarder moved on before the next poll (seen in precise mode, where
+// the stored second is often already due).
 type retryWatch struct {
-	mu   sync.Mutex
-	next map[int]time.Time // Retried -> NextProcessAt while in state retry
+	mu      sync.Mutex
+	next    map[int]time.Time // Retried -> the retry time asynq stored
+	retried int               // counted retries seen so far
+}
+
+// retryScriptHook reads asynq's retry script calls (KEYS[4] the queue's
+// retry set, ARGV[1] the task ID, ARGV[3] the retry time in Unix seconds,
+// ARGV[5] whether the run counts) for one task.
+type retryScriptHook struct {
+	w        *retryWatch
+	id       string
+	retryKey string
+	off      *atomic.Bool
+}
+
+func (h retryScriptHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h retryScriptHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h retryScriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil || h.off.Load() {
+			return err
+		}
+		args := cmd.Args()
+		if len(args) < 3 {
+			return err
+		}
+		name := strings.ToLower(fmt.Sprint(args[0]))
+		if name != "evalsha" && name != "eval" {
+			return err
+		}
+		nkeys, convErr := strconv.Atoi(fmt.Sprint(args[2]))
+		if convErr != nil || nkeys < 4 || len(args) < 3+nkeys+5 || fmt.Sprint(args[3+3]) != h.retryKey {
+			return err
+		}
+		argv := args[3+nkeys:]
+		if fmt.Sprint(argv[0]) != h.id {
+			return err
+		}
+		at, convErr := strconv.ParseInt(fmt.Sprint(argv[2]), 10, 64)
+		if convErr != nil {
+			return err
+		}
+		h.w.mu.Lock()
+		if b, ok := argv[4].(bool); ok && b || fmt.Sprint(argv[4]) == "1" {
+			h.w.retried++
+		}
+		h.w.next[h.w.retried] = time.Unix(at, 0)
+		h.w.mu.Unlock()
+		return err
+	}
 }
 
 func watchRetries(t testing.TB, s *server, id string) *retryWatch {
 	w := &retryWatch{next: map[int]time.Time{}}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			if info, err := s.insp.GetTaskInfo(s.queue, id); err == nil && info.State == asynq.TaskStateRetry {
-				w.mu.Lock()
-				w.next[info.Retried] = info.NextProcessAt
-				w.mu.Unlock()
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	off := new(atomic.Bool)
+	s.rdb.AddHook(retryScriptHook{w: w, id: id, retryKey: "asynq:{" + s.queue + "}:retry", off: off})
+	t.Cleanup(func() { off.Store(true) })
 	return w
 }
 
