@@ -14,7 +14,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rebound-go/rebound/backoff"
 	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/redisstore"
 	"github.com/rebound-go/rebound/internal/stall"
 	"github.com/rebound-go/rebound/internal/testenv"
 )
@@ -408,4 +410,98 @@ func TestRedriveKilledThenResumed(t *testing.T) {
 		t.Errorf("the wait list is not in order of failure")
 	}
 	t.Logf("killed after %s jobs sent; resumed and sent the rest", strconv.FormatInt(killed.Sent, 10))
+}
+
+// count is how many jobs the wait list held at t, as last sampled.
+func (a *arrivals) count(t time.Time) int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n int64
+	for i, at := range a.at {
+		if at.After(t) {
+			break
+		}
+		n = a.n[i]
+	}
+	return n
+}
+
+// The measurement of docs/native.md (not in CI): REBOUND_REDRIVE_SCALE
+// failed jobs (100000) redriven at 500/s, the rate of each second, and
+// how long after a real breaker (breaker/redisstore) tripped mid-way the
+// last job arrived.
+func TestRedriveScale(t *testing.T) {
+	n := 0
+	if _, err := fmt.Sscan(os.Getenv("REBOUND_REDRIVE_SCALE"), &n); err != nil || n <= 0 {
+		t.Skip("set REBOUND_REDRIVE_SCALE=100000 to measure a redrive of that many failed jobs")
+	}
+	const rate = 500.0
+	rdb := testenv.Redis(t)
+	prefix := testenv.Prefix(t, rdb)
+	ctx := context.Background()
+	q := newQueue(t, rdb, prefix, "redrive-scale", WithFailedRetention(7*24*time.Hour, 10_000_000))
+	t.Cleanup(func() {
+		iter := rdb.Scan(context.Background(), 0, prefix+"*", 1000).Iterator()
+		for iter.Next(context.Background()) {
+			rdb.Unlink(context.Background(), iter.Val())
+		}
+	})
+	seedFailed(t, q, n, "payments: 503 Service Unavailable")
+	brk := breaker.Must(breaker.New(breaker.Config{Failures: 3, Cooldown: backoff.Must(backoff.Fixed(3 * time.Second))}))
+	store := redisstore.New(rdb, breaker.Rules{Named: map[string]breaker.Breaker{"payments": brk}}, redisstore.Options{Prefix: prefix + ":brk"})
+	started := time.Now()
+	r, err := q.StartRedrive(ctx, RedriveOptions{Rate: rate, Dependency: "payments", Breaker: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("started (counted %d jobs) in %s", n, time.Since(started).Round(time.Millisecond))
+	wit := stall.Watch(t, func() { rdb.Ping(ctx) })
+	a := watchArrivals(q)
+	ran := make(chan error, 1)
+	var end RedriveStatus
+	go func() {
+		var err error
+		end, err = r.Run(ctx)
+		ran <- err
+	}()
+	begin := time.Now()
+	for a.reached(int64(n / 2)).IsZero() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var tripped time.Time
+	for tripped.IsZero() {
+		v, err := store.Allow(ctx, "payments", breaker.Job{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := store.Record(ctx, "payments", v.Ticket, breaker.Failure)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.To == breaker.Open {
+			tripped = time.Now()
+		}
+	}
+	atTrip := a.count(tripped)
+	time.Sleep(2 * time.Second)
+	lastAt, lastN := a.last()
+	t.Logf("breaker tripped with %d sent; the last job arrived %s after (%d sent), witness lag %s", atTrip, lastAt.Sub(tripped).Round(time.Millisecond), lastN, wit.Lag(tripped, lastAt))
+	if err := <-ran; err != nil || end.Sent != int64(n) {
+		t.Fatalf("Run = %+v, %v", end, err)
+	}
+	a.end()
+	finish, _ := a.last()
+	// The rate of each whole second but those the hold touched.
+	lo, hi, windows := 1e9, 0.0, 0
+	for s := begin.Add(time.Second); s.Add(time.Second).Before(finish); s = s.Add(time.Second) {
+		if s.Add(time.Second).After(tripped.Add(-time.Second)) && s.Before(tripped.Add(5*time.Second)) {
+			continue
+		}
+		got := float64(a.count(s.Add(time.Second)) - a.count(s))
+		lo, hi, windows = min(lo, got), max(hi, got), windows+1
+	}
+	t.Logf("%d jobs at %.0f/s in %s: per 1s window (%d windows) %.0f..%.0f jobs, witness max lag %s", n, rate, finish.Sub(begin).Round(time.Millisecond), windows, lo, hi, wit.Max())
+	if lo < rate*0.95 || hi > rate*1.05 {
+		t.Errorf("a window's rate fell outside 5%% of %.0f/s: %.0f..%.0f", rate, lo, hi)
+	}
 }
