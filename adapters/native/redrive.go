@@ -54,6 +54,10 @@ const (
 	// redriveTick is the shortest time between two steps: at 500 jobs/s
 	// a step sends about 5 jobs.
 	redriveTick = 10 * time.Millisecond
+	// redriveDebt is how far behind its pace a redrive catches up: a
+	// stall longer loses the jobs it would have sent, so that no window
+	// sends more than the rate lets.
+	redriveDebt = 20 * time.Millisecond
 	// redriveHoldPoll is how often a held or paused redrive asks again.
 	redriveHoldPoll = 50 * time.Millisecond
 	// redrivePage is how many failed jobs one read takes ahead of the
@@ -482,7 +486,14 @@ func (r *Redrive) Run(ctx context.Context) (RedriveStatus, error) {
 			_ = wait(time.Until(next))
 			continue
 		}
-		due = min(due, max(int64(r.o.Rate/10), 1), MaxPageSize)
+		// Behind by more than redriveDebt's worth (this process was
+		// stalled, or Redis was): the debt is forgiven, not caught up
+		// in a burst the dependency would take at once.
+		if most := int64(r.o.Rate*redriveDebt.Seconds()) + 1; due > most {
+			paced += due - most
+			due = most
+		}
+		due = min(due, MaxPageSize)
 		// Read ahead.
 		if len(buf) == 0 && more {
 			jobs, where, m, err := q.page(ctx, StateFailed, redrivePage, "asc", readAt, readAfter)

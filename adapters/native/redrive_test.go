@@ -492,16 +492,22 @@ func TestRedriveScale(t *testing.T) {
 	a.end()
 	finish, _ := a.last()
 	// The rate of each whole second but those the hold touched.
-	lo, hi, windows := 1e9, 0.0, 0
+	// Too many in a window is wrong whatever the load; too few is
+	// allowed for by what the witness saw the machine stall in it.
+	lo, hi, windows, outside := 1e9, 0.0, 0, 0
 	for s := begin.Add(time.Second); s.Add(time.Second).Before(finish); s = s.Add(time.Second) {
 		if s.Add(time.Second).After(tripped.Add(-time.Second)) && s.Before(tripped.Add(5*time.Second)) {
 			continue
 		}
 		got := float64(a.count(s.Add(time.Second)) - a.count(s))
 		lo, hi, windows = min(lo, got), max(hi, got), windows+1
+		lag := wit.Lag(s, s.Add(time.Second))
+		if got > rate*1.05 || got < rate*0.95-rate*lag.Seconds() {
+			outside++
+			t.Errorf("the window at %s sent %.0f jobs, want %.0f within 5%% (witness lag %s)", s.Sub(begin).Round(time.Second), got, rate, lag)
+		} else if got < rate*0.95 {
+			t.Logf("the window at %s sent %.0f jobs: the machine stalled %s in it", s.Sub(begin).Round(time.Second), got, lag)
+		}
 	}
-	t.Logf("%d jobs at %.0f/s in %s: per 1s window (%d windows) %.0f..%.0f jobs, witness max lag %s", n, rate, finish.Sub(begin).Round(time.Millisecond), windows, lo, hi, wit.Max())
-	if lo < rate*0.95 || hi > rate*1.05 {
-		t.Errorf("a window's rate fell outside 5%% of %.0f/s: %.0f..%.0f", rate, lo, hi)
-	}
+	t.Logf("%d jobs at %.0f/s in %s: per 1s window (%d windows) %.0f..%.0f jobs, %d outside 5%% unexplained, witness max lag %s", n, rate, finish.Sub(begin).Round(time.Millisecond), windows, lo, hi, outside, wit.Max())
 }
