@@ -230,6 +230,27 @@ func TestRedriveHoldsWhileTheBreakerIsOpen(t *testing.T) {
 	})
 }
 
+// On a three-master Cluster the redrive's hash lives in the queue's slot:
+// a redrive runs there to its end.
+func TestRedriveCluster(t *testing.T) {
+	cc := testenv.Cluster(t)
+	q := newQueue(t, cc, fmt.Sprintf("rbt-redrive-%d", time.Now().UnixNano()), "redrive-cluster")
+	t.Cleanup(func() { _ = cc.Del(context.Background(), q.keys.jobs, q.keys.failed, q.keys.wait, q.keys.redrive, q.keys.marker).Err() })
+	ids := seedFailed(t, q, 300, "boom")
+	ctx := context.Background()
+	r, err := q.StartRedrive(ctx, RedriveOptions{Rate: 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := r.Run(ctx)
+	if err != nil || st.State != RedriveDone || st.Sent != 300 {
+		t.Fatalf("Run = %+v, %v", st, err)
+	}
+	if got := waitList(t, q); fmt.Sprint(got) != fmt.Sprint(ids) {
+		t.Errorf("the wait list holds %d jobs, want all 300 in order", len(got))
+	}
+}
+
 // One redrive per queue: a second start is refused while the first has
 // not ended, and a resume from another process leaves a live driver be.
 func TestRedriveOnePerQueue(t *testing.T) {

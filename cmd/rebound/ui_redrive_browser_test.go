@@ -104,4 +104,11 @@ func TestUIBrowserRedrive(t *testing.T) {
 	if c, _ := q.Counts(ctx); end.State != native.RedriveCancelled || c.Failed != 2000-end.Sent {
 		t.Errorf("cancelled: %+v, counts %+v", end, c)
 	}
+
+	// The record on a redriven job, on its page.
+	do(t, tab, chromedp.Navigate(page+strings.TrimPrefix(jobPath("sync", "j002500", "exponential(1s, 1m)", 1), "/")))
+	waitFor(t, tab, "the redriven job's page", `!!document.querySelector(".meta-table")`)
+	if got := eval[string](t, tab, `document.querySelector(".meta-table").textContent`); !strings.Contains(got, native.RedriveIDKey) || !strings.Contains(got, st.ID) || !strings.Contains(got, native.RedrivenAtKey) {
+		t.Errorf("the job's page shows metadata %q, want the redrive's record", got)
+	}
 }
