@@ -235,7 +235,9 @@ func TestRedriveHoldsWhileTheBreakerIsOpen(t *testing.T) {
 func TestRedriveCluster(t *testing.T) {
 	cc := testenv.Cluster(t)
 	q := newQueue(t, cc, fmt.Sprintf("rbt-redrive-%d", time.Now().UnixNano()), "redrive-cluster")
-	t.Cleanup(func() { _ = cc.Del(context.Background(), q.keys.jobs, q.keys.failed, q.keys.wait, q.keys.redrive, q.keys.marker).Err() })
+	t.Cleanup(func() {
+		_ = cc.Del(context.Background(), q.keys.jobs, q.keys.failed, q.keys.wait, q.keys.redrive, q.keys.marker).Err()
+	})
 	ids := seedFailed(t, q, 300, "boom")
 	ctx := context.Background()
 	r, err := q.StartRedrive(ctx, RedriveOptions{Rate: 2000})
