@@ -114,8 +114,9 @@ type RedriveOptions struct {
 	// Lease is how long the process's lease on the redrive lasts between
 	// its renewals; 0 means [DefaultRedriveLease].
 	Lease time.Duration
-	// Progress, when not nil, is called after each step that sent jobs
-	// and whenever the redrive holds or pauses, with its status.
+	// Progress, when not nil, is called with the redrive's status after
+	// a step that sent jobs (at most every 200ms), and when it starts to
+	// hold or pauses. It runs on Run's goroutine.
 	Progress func(RedriveStatus)
 }
 
