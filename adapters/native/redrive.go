@@ -135,10 +135,12 @@ type RedriveStatus struct {
 	// Held says why a running redrive sends nothing at the moment (its
 	// dependency's breaker open), "" when it does not hold.
 	Held string
-	// Total is how many failed jobs the filter picked when it started;
+	// Total is how many failed jobs the filter picked when it started
+	// (-1 while Run counts them, before it sends any);
 	// Sent how many it sent back; Skipped how many it found gone from the
 	// failed set (retried, deleted or trimmed meanwhile); Scanned how many
 	// failed jobs it read; Left is Total less Sent and Skipped, at least 0.
+	// (-1 too while Total is).
 	Total, Sent, Skipped, Scanned, Left int64
 	// Until is the latest failure it takes: the time it started.
 	Until time.Time
@@ -164,8 +166,7 @@ type Redrive struct {
 
 // StartRedrive starts a redrive of the failed jobs o.Filter picks (see
 // [RedriveOptions]) and returns it, held by this process: call
-// [Redrive.Run] to send the jobs. It counts the jobs first
-// ([Queue.CountMatching], in bounded steps). A queue whose redrive has
+// [Redrive.Run] to send the jobs (which counts them first). A queue whose redrive has
 // not ended (running or paused, whether or not its process lives) refuses
 // a second one with an error wrapping [ErrRedriveRunning]: resume it or
 // cancel it.
@@ -190,28 +191,13 @@ func (q *Queue) StartRedrive(ctx context.Context, o RedriveOptions) (*Redrive, e
 		return nil, fmt.Errorf("native: StartRedrive on queue %q: read the server's clock: %w", q.name, err)
 	}
 	until := now.Truncate(time.Millisecond)
-	counted := o.Filter
-	if counted.To.IsZero() || counted.To.After(until) {
-		counted.To = until
-	}
-	var total int
-	for cursor := ""; ; {
-		p, err := q.CountMatching(ctx, counted, ScanOptions{Cursor: cursor})
-		if err != nil {
-			return nil, fmt.Errorf("native: StartRedrive: count the jobs (%d read): %w", p.Scanned, err)
-		}
-		total += p.Matched
-		if cursor = p.Next; cursor == "" {
-			break
-		}
-	}
 	filter, err := json.Marshal(o.Filter)
 	if err != nil {
 		return nil, fmt.Errorf("native: StartRedrive: %w", err)
 	}
 	r := &Redrive{q: q, owner: newOwner(), o: o}
 	res, err := scriptRedriveStart.Run(ctx, q.rdb, []string{q.keys.redrive}, newOwner(), r.owner, o.lease().Milliseconds(),
-		string(filter), strconv.FormatFloat(o.Rate, 'g', -1, 64), o.Dependency, boolArg(o.Retry.ResetAttempts), total, until.UnixMilli()).Slice()
+		string(filter), strconv.FormatFloat(o.Rate, 'g', -1, 64), o.Dependency, boolArg(o.Retry.ResetAttempts), -1, until.UnixMilli()).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("native: StartRedrive on queue %q: %w", q.name, err)
 	}
@@ -359,6 +345,9 @@ func parseRedrive(h map[string]string) RedriveStatus {
 		st.Reached = time.UnixMilli(int64(s))
 	}
 	st.Left = max(st.Total-st.Sent-st.Skipped, 0)
+	if st.Total < 0 {
+		st.Left = -1
+	}
 	return st
 }
 
@@ -394,7 +383,7 @@ func (r *Redrive) Run(ctx context.Context) (RedriveStatus, error) {
 		// Let the redrive go, for another to resume at once.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 		defer cancel()
-		_ = scriptRedriveRenew.Run(rctx, q.rdb, []string{q.keys.redrive}, r.owner, 0, "").Err()
+		_ = scriptRedriveRenew.Run(rctx, q.rdb, []string{q.keys.redrive}, r.owner, 0, "", "").Err()
 	}()
 	filter, leaseMs := st.Filter, r.o.lease().Milliseconds()
 	until := st.Until.UnixMilli()
@@ -416,8 +405,8 @@ func (r *Redrive) Run(ctx context.Context) (RedriveStatus, error) {
 			}
 		}
 	}
-	hold := func(why string) (RedriveState, error) {
-		res, err := scriptRedriveRenew.Run(ctx, q.rdb, []string{q.keys.redrive}, r.owner, leaseMs, why).Slice()
+	renew := func(why, total string) (RedriveState, error) {
+		res, err := scriptRedriveRenew.Run(ctx, q.rdb, []string{q.keys.redrive}, r.owner, leaseMs, why, total).Slice()
 		if err != nil {
 			return "", fmt.Errorf("native: redrive of queue %q: renew its lease: %w", q.name, err)
 		}
@@ -426,6 +415,7 @@ func (r *Redrive) Run(ctx context.Context) (RedriveStatus, error) {
 		}
 		return RedriveState(replyString(res[1])), nil
 	}
+	hold := func(why string) (RedriveState, error) { return renew(why, "") }
 	wait := func(d time.Duration) error {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -435,6 +425,33 @@ func (r *Redrive) Run(ctx context.Context) (RedriveStatus, error) {
 		case <-t.C:
 			return nil
 		}
+	}
+	// The count first, in bounded steps (the lease renewed between
+	// them), of the jobs failed by the start: before any is sent, so that
+	// it counts each job the redrive may send.
+	if st.Total < 0 {
+		counted := filter
+		if counted.To.IsZero() || counted.To.After(st.Until) {
+			counted.To = st.Until
+		}
+		var total int
+		for cursor := ""; ; {
+			p, err := q.CountMatching(ctx, counted, ScanOptions{Cursor: cursor})
+			if err != nil {
+				return st, fmt.Errorf("native: redrive of queue %q: count the jobs (%d matched so far): %w", q.name, total, err)
+			}
+			total += p.Matched
+			if cursor = p.Next; cursor == "" {
+				break
+			}
+			if _, err := renew("counting", ""); err != nil {
+				return st, err
+			}
+		}
+		if _, err := renew("", strconv.Itoa(total)); err != nil {
+			return st, err
+		}
+		report()
 	}
 	heldWhy := ""
 	for {

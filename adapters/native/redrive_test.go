@@ -477,7 +477,7 @@ func TestRedriveScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("started (counted %d jobs) in %s", n, time.Since(started).Round(time.Millisecond))
+	t.Logf("StartRedrive over %d failed jobs returned in %s", n, time.Since(started).Round(time.Millisecond))
 	wit := stall.Watch(t, func() { rdb.Ping(ctx) })
 	a := watchArrivals(q)
 	ran := make(chan error, 1)
@@ -487,7 +487,11 @@ func TestRedriveScale(t *testing.T) {
 		end, err = r.Run(ctx)
 		ran <- err
 	}()
-	begin := time.Now()
+	for a.reached(1).IsZero() {
+		time.Sleep(time.Millisecond)
+	}
+	begin := a.reached(1) // after Run counted the jobs
+	t.Logf("the first job arrived %s after the start (Run counts the jobs first)", begin.Sub(started).Round(time.Millisecond))
 	for a.reached(int64(n / 2)).IsZero() {
 		time.Sleep(5 * time.Millisecond)
 	}

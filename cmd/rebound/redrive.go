@@ -184,6 +184,9 @@ func (c *queueCall) redriveProgress() func(native.RedriveStatus) {
 		}
 		last, held = time.Now(), why
 		line := fmt.Sprintf("  %d sent, %d left", st.Sent, st.Left)
+		if st.Total < 0 {
+			line = "  counting the jobs"
+		}
 		if st.Skipped > 0 {
 			line += fmt.Sprintf(", %d skipped", st.Skipped)
 		}
@@ -204,8 +207,12 @@ func (c *queueCall) drive(r *native.Redrive, how string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.stdout, "redrive %s of queue %s %s: %d jobs (%s) at %g/s%s; Ctrl-C stops this process, -resume goes on\n",
-			st.ID, termText(ui.ShellQuote(c.q.Name()), false), how, st.Left, termText(st.Filter.String(), false), st.Rate, depText(st.Dependency))
+		left := ""
+		if st.Left >= 0 {
+			left = fmt.Sprintf(" (%d left)", st.Left)
+		}
+		fmt.Fprintf(c.stdout, "redrive %s of queue %s %s: %s%s at %g/s%s; Ctrl-C stops this process, -resume goes on\n",
+			st.ID, termText(ui.ShellQuote(c.q.Name()), false), how, termText(st.Filter.String(), false), left, st.Rate, depText(st.Dependency))
 	}
 	st, err := r.Run(ctx)
 	if errors.Is(err, context.Canceled) {
@@ -284,7 +291,7 @@ func (c *queueCall) redriveStatus() error {
 	row("redrive", st.ID)
 	row("queue", termText(c.q.Name(), false))
 	state := string(st.State)
-	if st.Held != "" && st.State == native.RedriveRunning {
+	if st.Held != "" && st.Held != "counting" && st.State == native.RedriveRunning {
 		state += ", holding: " + termText(st.Held, false)
 	}
 	row("state", state)
@@ -297,7 +304,14 @@ func (c *queueCall) redriveStatus() error {
 	if st.Total > 0 {
 		pct = float64(st.Sent+st.Skipped) / float64(st.Total) * 100
 	}
-	row("progress", fmt.Sprintf("%d sent, %d skipped, %d left of %d (%.0f%%)", st.Sent, st.Skipped, st.Left, st.Total, pct))
+	switch {
+	case st.Total < 0 && (st.State == native.RedriveRunning || st.State == native.RedrivePaused):
+		row("progress", "counting the jobs (none is sent before the count)")
+	case st.Total < 0:
+		row("progress", "none sent: it ended before its count")
+	default:
+		row("progress", fmt.Sprintf("%d sent, %d skipped, %d left of %d (%.0f%%)", st.Sent, st.Skipped, st.Left, st.Total, pct))
+	}
 	if !st.Reached.IsZero() {
 		row("reached", "failures of "+absTime(st.Reached, now))
 	}

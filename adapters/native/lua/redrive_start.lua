@@ -5,7 +5,8 @@
 -- KEYS: 1 redrive
 -- ARGV: 1 redrive ID, 2 owner token, 3 lease (ms), 4 filter (JSON), 5 rate
 --       (jobs/s), 6 dependency ('' for none), 7 reset the attempts (1) or
---       keep them (0), 8 total (jobs the filter picked when counted), 9
+--       keep them (0), 8 total (jobs the filter picked; -1 until the driver
+--       counted them), 9
 --       until: the latest finish time (ms) taken
 -- Returns {1, now} started; {-1, id, state, owner, lease, now} refused:
 -- redrive id has not ended (lease: the end of its holder's lease, ms;

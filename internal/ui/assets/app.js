@@ -970,12 +970,13 @@
       if (st.none) { status.textContent = "No redrive yet."; bar.hidden = true; return; }
       bar.hidden = false;
       bar.max = Math.max(st.total, 1);
-      bar.value = Math.min(st.total, st.sent + st.skipped);
+      bar.value = st.total < 0 ? 0 : Math.min(st.total, st.sent + st.skipped);
       status.dataset.state = st.state;
       status.dataset.held = st.held ? "true" : "false";
-      const held = st.state === "running" && st.held ? ` Holding: ${st.held}.` : "";
+      const held = st.state === "running" && st.held && st.held !== "counting" ? ` Holding: ${st.held}.` : "";
       const driver = live && !st.live ? " No process drives it (its lease ended): Resume goes on from where it stopped." : "";
-      const text = `Redrive ${st.id} (${st.filter}) at ${st.rate}/s: ${st.state}; ${st.sent.toLocaleString()} sent, ${st.left.toLocaleString()} left of ${st.total.toLocaleString()}` +
+      const text = `Redrive ${st.id} (${st.filter}) at ${st.rate}/s: ${st.state}; ` +
+        (st.total < 0 ? "counting the jobs (none is sent before the count)" : `${st.sent.toLocaleString()} sent, ${st.left.toLocaleString()} left of ${st.total.toLocaleString()}`) +
         (st.skipped ? `, ${st.skipped.toLocaleString()} skipped` : "") + `.${held}${driver}`;
       if (text !== status.textContent) status.textContent = text;
       if (last === "running" && st.state === "done") refreshLists();
