@@ -230,6 +230,39 @@ func TestRedriveHoldsWhileTheBreakerIsOpen(t *testing.T) {
 	})
 }
 
+// A driver stalled for 300ms (its Progress callback sleeps, on Run's
+// goroutine) does not send the jobs it missed in a burst after: in the
+// 100ms after the stall at most 100ms of jobs and the 20ms of debt it
+// catches up arrive (at 500/s, 50 + 11), not the 150 it fell behind.
+func TestRedriveNoBurstAfterAStall(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		q := newQueue(t, rdb, prefix, "redrive-stall")
+		seedFailed(t, q, 1000, "boom")
+		ctx := context.Background()
+		var resumed time.Time
+		r, err := q.StartRedrive(ctx, RedriveOptions{Rate: 500, Progress: func(st RedriveStatus) {
+			if st.Sent >= 200 && resumed.IsZero() {
+				time.Sleep(300 * time.Millisecond)
+				resumed = time.Now()
+			}
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := watchArrivals(q)
+		st, err := r.Run(ctx)
+		a.end()
+		if err != nil || st.Sent != 1000 {
+			t.Fatalf("Run = %+v, %v", st, err)
+		}
+		burst := a.count(resumed.Add(100*time.Millisecond)) - a.count(resumed)
+		t.Logf("%d jobs arrived in the 100ms after a 300ms stall", burst)
+		if burst > 50+11+5 {
+			t.Errorf("%d jobs arrived in the 100ms after a 300ms stall, want at most about 61: no burst of the 150 missed", burst)
+		}
+	})
+}
+
 // On a three-master Cluster the redrive's hash lives in the queue's slot:
 // a redrive runs there to its end.
 func TestRedriveCluster(t *testing.T) {
