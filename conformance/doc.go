@@ -39,7 +39,10 @@
 //     The suite scripts every job through its payload (fail k times,
 //     always fail, fail permanently, fail with a retry-after hint or a
 //     hostile error, panic, block until cancelled, outlive the timeout),
-//     so a harness needs no knowledge of the scripts.
+//     so a harness needs no knowledge of the scripts. Look-alike jobs
+//     have an empty payload, the same for all of them, and are scripted
+//     by the job ID the handler gets: the harness must enqueue an empty
+//     payload as it is and hand the handler the ID Enqueue returned.
 //   - The adapter must key each job's jitter by backoff.Key(Job.ID), or by
 //     Config.Key when it is set.
 //   - HookDelay calls the function the engine calls after a failure, for
@@ -61,7 +64,10 @@
 //     needs one the harness lacks fails, saying what to implement, unless
 //     the harness declares the lack with its reason ([LackingHarness]).
 //     [ReclaimEngine] is optional: without it the Reclaim check is
-//     skipped.
+//     skipped. [EngineDecider] is for engines that can retry a job
+//     without asking the adapter (River): a harness whose engine cannot
+//     declares [FeatureEngineDecisions] in Lacks with the reason, and
+//     the EngineDecision check is skipped saying so.
 //
 // # What the suite checks
 //
@@ -173,7 +179,11 @@
 //     handlers that ignore their context and outlive the deadline, then
 //     return nil or an error: each overrun is exactly one counted failure,
 //     never told as a success, the next attempt numbered after it, no
-//     second exhausted; every handler's context carries the deadline.
+//     second exhausted; every handler's context carries the deadline. An
+//     engine may end the attempt at the deadline and run the job again
+//     while the handler still runs, or wait for the handler; a job alone
+//     on a worker of its own overruns once, then succeeds, and the suite
+//     waits for every run to return before it judges a story.
 //   - Cancel ([CancelEngine]): a running job (its handler's context must
 //     be cancelled), a job waiting for its retry, and one shortly before
 //     its retry's fire time (where an engine holding the job for a precise
@@ -198,6 +208,30 @@
 //     decision the engine did not apply (the reclaim itself may count as a
 //     failed attempt, told when it happens). The lost lease may be
 //     reported to the error handler, by each side, once.
+//   - EngineDecision ([EngineDecider]): jobs the engine retries by
+//     itself, without asking the adapter (a River worker's own NextRetry),
+//     fail once or twice and then succeed: each such failure is told as
+//     the engine's decision ([observe.Result.EngineDecided], outcome
+//     "engine", [observe.OutcomeEngine], with no decision and no fire
+//     time), never exhausted or permanent, and the give-up hook is never
+//     called for the job;
+//     jobs the adapter decides for, beside them, keep their stories. A
+//     harness declaring [FeatureEngineDecisions] lacking is skipped with
+//     its reason before the check starts (native: rebound is the engine;
+//     asynq: it asks RetryDelayFunc for every retry).
+//   - LookAlike: jobs alike in everything the engine hands back about
+//     their content (the default kind, so one task type or job name, and
+//     empty payloads), told apart only by the ID Enqueue returned, which
+//     scripts each: eight enqueued together end every way (completed
+//     after retries, exhausted, permanent, panics, a retry-after hint)
+//     under full jitter keyed by the ID, each run holding a while so runs
+//     overlap and end out of their start order; four outlive
+//     Config.Timeout together; four block and are cancelled while running
+//     ([CancelEngine]) in the reverse of their start order. Each job's
+//     runs, gaps, attempt numbers, outcome and give-up must be its own,
+//     and every failed attempt must be told the rule's decision for its
+//     own key and attempt: a retry's delay the rule's for backoff.Key(ID),
+//     rounded up by less than Resolution.
 //   - Concurrency ([SharedHarness]): two engines sharing one adapter value,
 //     with colliding job IDs, one running jobs that fail with a long
 //     retry-after hint, the other jobs that fail once: each keeps its own
@@ -235,9 +269,28 @@
 //     first runs spread out by the engine's throughput are still compared
 //     fairly; retries are never early but, under this load, not held to
 //     the idle lateness.
+//   - Mix: a seeded random mix on one worker. One rule per kind (the
+//     default kind and three named ones, [KindEngine]) is drawn in the
+//     text forms and read with backoff.ParseRule: fixed, exponential,
+//     linear and decorrelated schedules of a few tens of milliseconds,
+//     wrapped in full, equal or proportional jitter, caps from 1 to 6
+//     (always one of 1 and one of at least 4). 24 jobs, a third of them
+//     look-alike, each get a random sequence of runs (plain failures,
+//     retry-after hints, permanent errors, panics, the four hostile
+//     errors, and at most one run per job that outlives Config.Timeout:
+//     the Timeout check's, raised to leave the runs meant to end in time
+//     twice the declared Lateness, at most 0.5 s, of room) ending in a
+//     success unless the cap or a
+//     permanent error ends it first, and all run at once. Every job is held to the truth
+//     rules above and every failed attempt to the rule's decision for it,
+//     as in LookAlike. The check logs its seed and a command that replays
+//     it alone; a failing mix says both. The test binary's flag
+//     conformance.seed=N replays seed N (0, the default, draws one), and
+//     conformance.mix=N runs N jobs.
 //
-// HostilePolicy and HostileErrors run last: an engine that fails them may
-// take the whole test process down, and the other checks report first.
+// HostilePolicy and HostileErrors run last but for the Mix, which holds
+// hostile errors too: an engine that fails them may take the whole test
+// process down, and the other checks report first.
 //
 // The suite's own tests plant each of these defects in the reference
 // engine and show that the check meant to catch it does, by name: attempt
@@ -255,9 +308,14 @@
 // success, exhausted and permanent told the other way round, attempts
 // ended without their context, a handler run without the observer's
 // context, a hook that lets a policy's panic through, and kind rules
-// ignored. They also show honest variants pass: an engine with declared
-// limits (a coarse resolution, a longest delay, an attempts cap, a cut
-// on stored messages) and one whose reclaim counts as a failed attempt.
+// ignored, look-alike jobs matched by their payload (caught by LookAlike
+// and no other check but Mix), a retry the engine decided told as the
+// adapter's permanent give-up (EngineDecision, no other), and a kind's
+// delay rounded down to 10 ms from its third retry on, which every named
+// check passes and the Mix catches on every seed. They also show honest
+// variants pass: an engine with declared limits (a coarse resolution, a
+// longest delay, an attempts cap, a cut on stored messages) and one whose
+// reclaim counts as a failed attempt.
 //
 // # Time
 //

@@ -38,6 +38,10 @@ type env struct {
 	// HookDelay; the suite does not judge it.
 	hookReports *witness
 
+	// skipped, when set, is why the check found it does not apply once it
+	// started (the engine lacks what it needs); runCheck skips it then.
+	skipped string
+
 	mu         sync.Mutex
 	violations []string
 	workers    []*worker

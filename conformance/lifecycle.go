@@ -21,15 +21,33 @@ func timeouts(lim Limits) (timeout, overrun time.Duration) {
 // returned: retried under the rule, the next attempt numbered after it, a
 // job that overruns every run exhausted once. What the observer is told
 // must be what the engine applied. A handler's context must carry the
-// deadline, and a handler that returns in time succeeds.
+// deadline, and a handler that returns in time succeeds. An engine may end
+// the attempt at its deadline and run the job again while the handler
+// still runs: a job alone on a worker of its own overruns once and then
+// succeeds, so an engine that moves on completes it before the first run
+// returns, and the suite must wait for that run before it judges the
+// story (the Mix met this by chance on the native queue).
 func checkTimeout(e *env) {
 	timeout, overrun := timeouts(e.lim)
-	w := e.start("timeout", e.rule(backoff.Must(backoff.Fixed(unit)), 2), func(c *Config) { c.Timeout = timeout })
+	rule := e.rule(backoff.Must(backoff.Fixed(unit)), 2)
+	first := e.start("timeout, then done before the overrun returns", rule, func(c *Config) { c.Timeout = timeout })
+	first.enqueue(script{Fail: 1, Overrun: overrun})
+	w := e.start("timeout", rule, func(c *Config) { c.Timeout = timeout })
 	w.enqueue(script{Fail: 1, Overrun: overrun})
 	w.enqueue(script{Always: true, Overrun: overrun})
 	w.enqueue(script{Always: true, Overrun: overrun, OverrunErr: true})
 	w.enqueue(script{})
+	first.verify(first.settle())
 	w.verify(w.settle())
+	w.checkDeadlines(timeout)
+	first.checkDeadlines(timeout)
+}
+
+// checkDeadlines checks that every run of the worker's jobs had a context
+// deadline of at most timeout (plus the declared TimeoutResolution) after
+// it started.
+func (w *worker) checkDeadlines(timeout time.Duration) {
+	e := w.e
 	limit := timeout + e.lim.TimeoutResolution
 	for _, j := range w.jobList() {
 		for i, r := range w.rec.runs(j.id) {

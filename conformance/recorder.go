@@ -50,10 +50,51 @@ type recorder struct {
 	// dep is the dependency Dep scripts call (the Breaker check's); set
 	// before the worker starts.
 	dep *dependency
+	// byID holds the scripts of look-alike jobs, whose payloads are all
+	// empty: the script is found by the job ID the engine hands the
+	// handler. assigned has a channel per ID, closed once its script is
+	// in byID (Enqueue returned the ID).
+	byID     map[string]script
+	assigned map[string]chan struct{}
 }
 
 func newRecorder() *recorder {
-	return &recorder{jobs: make(map[string][]run), gate: make(chan struct{})}
+	return &recorder{jobs: make(map[string][]run), gate: make(chan struct{}),
+		byID: map[string]script{}, assigned: map[string]chan struct{}{}}
+}
+
+// assign records the script of the look-alike job with the given ID.
+func (r *recorder) assign(id string, s script) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.byID[id] = s
+	if ch, ok := r.assigned[id]; ok {
+		close(ch)
+		return
+	}
+	ch := make(chan struct{})
+	close(ch)
+	r.assigned[id] = ch
+}
+
+// scriptOf returns the script of the look-alike job with the given ID,
+// waiting for Enqueue to have returned it (a job may start first).
+func (r *recorder) scriptOf(id string) (script, error) {
+	r.mu.Lock()
+	ch, ok := r.assigned[id]
+	if !ok {
+		ch = make(chan struct{})
+		r.assigned[id] = ch
+	}
+	r.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(blockBound):
+		return script{}, fmt.Errorf("the handler got job ID %q with an empty payload, and no Enqueue of a look-alike job returned that ID within %v; want Job.ID to be the string Enqueue returned", id, blockBound)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byID[id], nil
 }
 
 // handle is the Config.Handler of every worker the suite starts.
@@ -84,7 +125,13 @@ func (r *recorder) handle(ctx context.Context, job Job) (err error) {
 		}()
 		return nil
 	}
-	s, derr := decodeScript(payload)
+	var s script
+	var derr error
+	if len(payload) == 0 {
+		s, derr = r.scriptOf(job.ID) // a look-alike job: its script goes by its ID
+	} else {
+		s, derr = decodeScript(payload)
+	}
 	defer func() {
 		rec := recover()
 		end := time.Now()

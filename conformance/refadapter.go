@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/rebound-go/rebound/internal/guard"
 	"github.com/rebound-go/rebound/internal/notify"
 	"github.com/rebound-go/rebound/internal/safe"
+	"github.com/rebound-go/rebound/observe"
 )
 
 // refAdapter is the reference adapter value: what a user configures (the
@@ -32,6 +34,67 @@ type refAdapter struct {
 	open map[refKey]int
 	// decided holds decisions by job ID and attempt, for faultSharedByID.
 	decided map[string]backoff.Decision
+	// byPayload holds the running attempts by payload, oldest first, for
+	// faultMatchByPayload.
+	byPayload map[string][]*refOpen
+}
+
+// refOpen is a running attempt as the adapter with faultMatchByPayload
+// keeps it.
+type refOpen struct {
+	id   string
+	n    int
+	octx context.Context
+	att  observe.Attempt
+}
+
+// openRun records a running attempt under its payload.
+func (a *refAdapter) openRun(payload []byte, o refOpen) *refOpen {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p := &o
+	a.byPayload[string(payload)] = append(a.byPayload[string(payload)], p)
+	return p
+}
+
+// claimRun takes the oldest running attempt with the payload out of the
+// table, as an adapter that tells runs apart by payload finds "the" run
+// of an ending attempt; nil when there is none.
+func (a *refAdapter) claimRun(payload []byte) *refOpen {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := a.byPayload[string(payload)]
+	if len(list) == 0 {
+		return nil
+	}
+	first := list[0]
+	if len(list) == 1 {
+		delete(a.byPayload, string(payload))
+	} else {
+		a.byPayload[string(payload)] = list[1:]
+	}
+	return first
+}
+
+// dropRun takes the attempt out of the table.
+func (a *refAdapter) dropRun(payload []byte, o *refOpen) {
+	if o == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	list := a.byPayload[string(payload)]
+	for i, p := range list {
+		if p == o {
+			list = append(list[:i:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(a.byPayload, string(payload))
+	} else {
+		a.byPayload[string(payload)] = list
+	}
 }
 
 // refKey names one job of one engine.
@@ -45,7 +108,8 @@ type refKey struct {
 const refDefaultFallback = time.Minute
 
 func newRefAdapter(h *ReferenceHarness, cfg Config) *refAdapter {
-	a := &refAdapter{h: h, cfg: cfg, open: map[refKey]int{}, decided: map[string]backoff.Decision{}}
+	a := &refAdapter{h: h, cfg: cfg, open: map[refKey]int{}, decided: map[string]backoff.Decision{},
+		byPayload: map[string][]*refOpen{}}
 	a.n = notify.Notifier{Observer: cfg.Observer, GiveUp: cfg.GiveUp, OnError: cfg.OnError, Prefix: "conformance reference"}
 	if h.fault == faultNoObserver {
 		a.n.Observer = nil

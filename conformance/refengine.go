@@ -56,7 +56,14 @@ type refJob struct {
 	cancelled bool
 	// deferrals counts the runs a breaker held back.
 	deferrals int
+	// own marks a job whose failures the engine retries by itself, after
+	// refOwnDelay, without asking the adapter (EnqueueEngineRetried).
+	own bool
 }
+
+// refOwnDelay is how long the reference engine waits before a retry it
+// decides by itself.
+const refOwnDelay = 3 * unit
 
 // refRun is one running attempt.
 type refRun struct {
@@ -71,6 +78,9 @@ type refRun struct {
 	octx context.Context
 	att  observe.Attempt
 	told bool
+	// open is the run's entry in the adapter's table of runs by payload
+	// (faultMatchByPayload only).
+	open *refOpen
 }
 
 func newRefEngine(t testing.TB, a *refAdapter, handler func(context.Context, Job) error, queue string) *refEngine {
@@ -90,6 +100,11 @@ func (e *refEngine) Enqueue(ctx context.Context, payload []byte) (string, error)
 
 // EnqueueKind is Enqueue for a job of the given kind.
 func (e *refEngine) EnqueueKind(ctx context.Context, kind string, payload []byte) (string, error) {
+	return e.enqueue(ctx, kind, payload, false)
+}
+
+// enqueue stores a job and runs its first attempt at once.
+func (e *refEngine) enqueue(ctx context.Context, kind string, payload []byte, own bool) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
@@ -99,11 +114,19 @@ func (e *refEngine) EnqueueKind(ctx context.Context, kind string, payload []byte
 		return "", errors.New("conformance: reference: Enqueue on a stopped engine")
 	}
 	e.seq++
-	j := &refJob{id: strconv.FormatInt(e.seq, 10), kind: kind, payload: bytes.Clone(payload), meta: observe.MapCarrier{}}
+	j := &refJob{id: strconv.FormatInt(e.seq, 10), kind: kind, payload: bytes.Clone(payload), meta: observe.MapCarrier{}, own: own}
 	e.jobs[j.id] = j
 	e.wg.Add(1)
 	go e.run(j)
 	return j.id, nil
+}
+
+// EnqueueEngineRetried is Enqueue for a job whose failed attempts the
+// engine retries by itself, after refOwnDelay, without asking the adapter
+// (as a River worker whose own NextRetry answers does), until the last
+// attempt the rule allows, which the adapter decides as usual.
+func (e *refEngine) EnqueueEngineRetried(ctx context.Context, payload []byte) (string, error) {
+	return e.enqueue(ctx, "", payload, true)
 }
 
 // job returns the job with the given ID; the caller holds e.mu.
@@ -226,6 +249,8 @@ func (e *refEngine) Reclaim(_ context.Context, id string) error {
 	}
 	r.stale = true
 	j.cur = nil
+	a := e.a
+	a.dropRun(j.payload, r.open) // the adapter lets go of a reclaimed run
 	if !e.a.h.reclaimCounts {
 		e.wg.Add(1)
 		go e.run(j)
@@ -272,4 +297,5 @@ var (
 	_ RestartEngine     = (*refEngine)(nil)
 	_ ReclaimEngine     = (*refEngine)(nil)
 	_ BookkeepingEngine = (*refEngine)(nil)
+	_ EngineDecider     = (*refEngine)(nil)
 )

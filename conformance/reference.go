@@ -30,7 +30,13 @@ type ReferenceHarness struct {
 	// and end it for the observer at once, the other honest way an engine
 	// can treat a reclaim.
 	reclaimCounts bool
-	fault         fault // a deliberate defect, for the suite's own tests
+	// movesOn makes an attempt that outlives Config.Timeout end at its
+	// deadline, counted as failed and followed up at once, while the
+	// handler that ignores its context goes on running (its late return
+	// dropped): the other honest way an engine can apply a timeout, the
+	// native queue's.
+	movesOn bool
+	fault   fault // a deliberate defect, for the suite's own tests
 }
 
 // fault is a defect the suite's own tests plant in the reference engine to
@@ -58,6 +64,7 @@ const (
 	faultErrorRaw                 // stores error messages whole and unchecked
 	faultTimeoutSuccess           // counts an overrun as a failure but tells observers the handler's success
 	faultCancelRuns               // a cancelled waiting job still runs at its fire time
+	faultTimeoutUncounted         // an attempt that outlived its timeout uses up no attempt: the next run has its number again
 	faultInterruptCounted         // counts a run cut short by a restart as a failed attempt
 	faultStaleApplied             // applies a reclaimed run's late success
 	faultSharedByID               // engines sharing the adapter mix up decisions of jobs with the same ID
@@ -73,6 +80,9 @@ const (
 	faultBreakerFlood             // asks the breaker about every run as a first run: the budget never holds the backlog back
 	faultBreakerNeverCloses       // reports a success of a bound job as neutral: a probe's success never closes the breaker
 	faultCancelUntyped            // tells the engine's cancel of a running attempt as a plain error, not an *observe.CancelledError
+	faultMatchByPayload           // finds the run an ending attempt belongs to by its payload: look-alike jobs swap decisions and stories
+	faultEngineToldOwn            // tells a retry the engine decided on its own as the adapter's permanent decision, and gives the job up
+	faultRoundDownLate            // waits a kind's delay rounded down to 10 ms from its third retry on: only random mixes reach it
 )
 
 // Reference returns the reference harness on the real clock. It declares
@@ -96,6 +106,9 @@ func (h *ReferenceHarness) Name() string {
 	}
 	if h.capped {
 		name += "/capped"
+	}
+	if h.movesOn {
+		name += "/moves-on"
 	}
 	return name
 }

@@ -60,6 +60,9 @@ func (e *refEngine) run(j *refJob) {
 	e.mu.Lock()
 	r.octx, r.att = octx, att
 	e.mu.Unlock()
+	if fault == faultMatchByPayload {
+		r.open = a.openRun(j.payload, refOpen{id: j.id, n: n, octx: octx, att: att})
+	}
 	pass, held := e.ask(j, r, octx, att)
 	if held {
 		return
@@ -68,8 +71,7 @@ func (e *refEngine) run(j *refJob) {
 	if fault == faultHandlerOffContext {
 		hctx = attemptCtx
 	}
-	var herr error
-	perr := safe.Call("handler", func() { herr = e.handler(hctx, Job{ID: j.id, Attempt: reported, Payload: payload}) })
+	herr, perr := e.call(hctx, attemptCtx, ctx, Job{ID: j.id, Attempt: reported, Payload: payload})
 	err := herr
 	if perr != nil {
 		err = perr
@@ -86,6 +88,41 @@ func (e *refEngine) run(j *refJob) {
 		octx = attemptCtx
 	}
 	e.conclude(j, r, octx, att, n, err, herr, perr != nil, timedOut)
+}
+
+// call runs the handler for one attempt and returns what it returned and
+// what it panicked with. With movesOn set, an attempt whose timeout
+// (attemptCtx's deadline) passes while the handler still runs ends at the
+// deadline, as the native queue's do: call returns two nils at once (the
+// caller reads the timeout from attemptCtx), and the handler's late return
+// is dropped. A cancel or a shutdown (ctx ending) still waits for the
+// handler, as without movesOn.
+func (e *refEngine) call(hctx, attemptCtx, ctx context.Context, job Job) (herr, perr error) {
+	body := func() (herr, perr error) {
+		perr = safe.Call("handler", func() { herr = e.handler(hctx, job) })
+		return herr, perr
+	}
+	if _, ok := attemptCtx.Deadline(); !ok || !e.a.h.movesOn {
+		return body()
+	}
+	type result struct{ herr, perr error }
+	done := make(chan result, 1)
+	e.wg.Add(1) // Close waits for the abandoned handler too
+	go func() {
+		defer e.wg.Done()
+		herr, perr := body()
+		done <- result{herr, perr}
+	}()
+	select {
+	case r := <-done:
+		return r.herr, r.perr
+	case <-attemptCtx.Done():
+	}
+	if attemptCtx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+		return nil, nil
+	}
+	r := <-done
+	return r.herr, r.perr
 }
 
 // ask asks the breaker, for a job bound to a dependency, whether its run
@@ -105,6 +142,7 @@ func (e *refEngine) ask(j *refJob, r *refRun, octx context.Context, att observe.
 		return p, false
 	}
 	d, res := a.g.Deferral(octx, p)
+	a.dropRun(j.payload, r.open)
 	e.mu.Lock()
 	j.cur = nil
 	j.deferrals++
@@ -135,6 +173,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	}
 	e.mu.Unlock()
 
+	if stale || why == errShutdown || e.ctx.Err() != nil {
+		a.dropRun(j.payload, r.open)
+	}
 	switch {
 	case stale:
 		res := observe.Result{Err: errLeaseLost, Counting: observe.Interrupted}
@@ -171,8 +212,18 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 		return
 	}
 
+	// Whose attempt this is, as the adapter finds it: its own, unless the
+	// adapter matches runs by their payload and another look-alike run is
+	// older (the planted defect).
+	id, dn := j.id, n
+	if fault == faultMatchByPayload {
+		if who := a.claimRun(j.payload); who != nil {
+			id, dn, octx, att = who.id, who.n, who.octx, who.att
+		}
+	}
 	var dec backoff.Decision
 	var policyPanicked bool
+	engineDecided := false
 	switch {
 	case why == errCancelled && fault == faultCancelUntyped:
 		err = fmt.Errorf("%w (the attempt returned %s)", errCancelled, safe.Message(err))
@@ -182,8 +233,11 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 		// engine stores, typed.
 		err = &observe.CancelledError{Engine: a.text(errCancelled), Cause: errCancelled}
 		dec = backoff.Decision{Outcome: backoff.OutcomePermanent}
+	case err != nil && j.own && n < a.maxAttempts(a.rule(j.kind)):
+		// The engine retries the job by itself; the adapter is not asked.
+		engineDecided = true
 	case err != nil:
-		dec, policyPanicked = a.decide(e, j.id, j.kind, n, err)
+		dec, policyPanicked = a.decide(e, id, j.kind, dn, err)
 	}
 	readable := errorText(err)
 	var text string
@@ -196,6 +250,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	e.mu.Lock()
 	j.cur = nil
 	j.attempts = n
+	if fault == faultTimeoutUncounted && timedOut {
+		j.attempts = n - 1
+	}
 	if err != nil {
 		j.lastErr = text
 	}
@@ -212,6 +269,8 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 		e.mu.Unlock()
 		a.release(e, j.id)
 		return // the job stays pending for ever: the defect under test
+	case engineDecided:
+		e.schedule(j, refOwnDelay)
 	case !dec.Retry():
 		j.state = StateFailed
 	case e.closed:
@@ -233,6 +292,9 @@ func (e *refEngine) conclude(j *refJob, r *refRun, octx context.Context, att obs
 	}
 	if fault == faultTimeoutSuccess && timedOut && herr == nil {
 		res = observe.Result{}
+	}
+	if fault == faultEngineToldOwn && engineDecided {
+		res.Decision = backoff.Decision{Outcome: backoff.OutcomePermanent}
 	}
 	if fault == faultOutcomeSwapped && res.GaveUp() {
 		res.Decision.Outcome ^= backoff.OutcomeExhausted ^ backoff.OutcomePermanent
@@ -280,6 +342,14 @@ func (e *refEngine) faultyDelay(j *refJob, now time.Time, delay time.Duration) t
 		window, _, _ := herdWindow(e.a.h.Limits())
 		id, _ := strconv.Atoi(j.id)
 		delay += window * time.Duration(id%10) / 10
+	case faultRoundDownLate:
+		// From the third retry of a job of a named kind not bound to a
+		// dependency on, the fire time is stored in 10 ms units, rounded
+		// down: no named check retries such a job that often with a delay
+		// off the 10 ms grid, a random mix does.
+		if j.kind != "" && j.attempts >= 3 && e.a.cfg.Dependencies[j.kind] == "" {
+			delay = delay.Truncate(10 * time.Millisecond)
+		}
 	case faultHugeAtOnce:
 		// The fire time as Unix nanoseconds: a delay near the Duration
 		// limit overflows it into the past, and the job runs at once.

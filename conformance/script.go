@@ -49,10 +49,71 @@ type script struct {
 	// is back. How many runs that takes is the breaker's business, so the
 	// suite does not count them.
 	Dep bool `json:"dep,omitempty"`
+	// Hold makes every run wait this long before it ends as scripted, so
+	// that runs of jobs enqueued together overlap and end in another order
+	// than they started (the LookAlike check's jobs).
+	Hold time.Duration `json:"hold,omitempty"`
+	// Steps, when not empty, scripts each run on its own: run n ends as
+	// Steps[n-1] says, and every run past the last step succeeds. The
+	// fields above that say how failures fail (Permanent, Panic, After,
+	// Hostile) are then unused. The Mix check's jobs.
+	Steps []step `json:"steps,omitempty"`
+}
+
+// step is how one run of a Steps script ends.
+type step struct {
+	// Do is "ok" (a success), "fail", "permanent" (marked
+	// backoff.Permanent), "panic" (the handler panics with the scripted
+	// error) or "hostile" (fails with the hostile error Hostile names).
+	Do string `json:"do"`
+	// After attaches a backoff.RetryAfter hint to a "fail".
+	After   time.Duration `json:"after,omitempty"`
+	Hostile string        `json:"hostile,omitempty"`
+	// Overrun, on an "overrun" or "overrun-fail", is how long the run
+	// ignores its context before it returns nil or the scripted error:
+	// past Config.Timeout, so the engine counts a failure either way.
+	Overrun time.Duration `json:"overrun,omitempty"`
+}
+
+// The kinds of step.
+const (
+	stepOK        = "ok"
+	stepFail      = "fail"
+	stepPermanent = "permanent"
+	stepPanic     = "panic"
+	stepHostile   = "hostile"
+	// stepOverrun and stepOverrunFail outlive the attempt's timeout and
+	// then return nil or the scripted error.
+	stepOverrun     = "overrun"
+	stepOverrunFail = "overrun-fail"
+)
+
+// overrun returns the longest time a run of the script outlives its
+// timeout by design.
+func (s script) overrun() time.Duration {
+	d := s.Overrun
+	for _, st := range s.Steps {
+		d = max(d, st.Overrun)
+	}
+	return d
+}
+
+// step returns the step of run n, and whether the script has one.
+func (s script) step(n int) (step, bool) {
+	if len(s.Steps) == 0 {
+		return step{}, false
+	}
+	if n < 1 || n > len(s.Steps) {
+		return step{Do: stepOK}, true
+	}
+	return s.Steps[n-1], true
 }
 
 // fails reports whether run n fails.
 func (s script) fails(n int) bool {
+	if st, ok := s.step(n); ok {
+		return st.Do != stepOK
+	}
 	if s.Stale {
 		return n > 1
 	}
@@ -65,6 +126,20 @@ func (s script) fails(n int) bool {
 func (s script) err(n int) error {
 	if !s.fails(n) {
 		return nil
+	}
+	if st, ok := s.step(n); ok {
+		var err error = &scriptedError{n: n}
+		switch st.Do {
+		case stepHostile:
+			return hostileError(st.Hostile)
+		case stepPermanent:
+			return backoff.Permanent(err)
+		case stepFail:
+			if st.After > 0 {
+				return backoff.RetryAfter(err, st.After)
+			}
+		}
+		return err
 	}
 	if s.Hostile != "" {
 		return hostileError(s.Hostile)
@@ -89,11 +164,22 @@ func (s script) run(ctx context.Context, n int, rec *recorder) error {
 		}
 		return nil
 	}
+	if s.Hold > 0 {
+		time.Sleep(s.Hold)
+	}
 	err := s.err(n)
 	if err == nil {
 		return nil
 	}
+	st, _ := s.step(n)
 	switch {
+	case st.Do == stepPanic:
+		panic(err)
+	case st.Do == stepOverrun || st.Do == stepOverrunFail:
+		time.Sleep(st.Overrun)
+		if st.Do == stepOverrun {
+			return nil
+		}
 	case s.Block:
 		select {
 		case <-ctx.Done():
@@ -133,6 +219,18 @@ func (e *scriptedError) Error() string {
 // expect returns how many runs a job with this script gets under a cap of
 // maxAttempts, and the state it must end in.
 func (s script) expect(maxAttempts int) (runs int, final State) {
+	if len(s.Steps) > 0 {
+		for n := 1; n <= maxAttempts; n++ {
+			st, _ := s.step(n)
+			switch st.Do {
+			case stepOK:
+				return n, StateCompleted
+			case stepPermanent:
+				return n, StateFailed
+			}
+		}
+		return maxAttempts, StateFailed
+	}
 	switch {
 	case s.Dep:
 		return 1, StateCompleted // at least; see worker.open
@@ -148,6 +246,33 @@ func (s script) expect(maxAttempts int) (runs int, final State) {
 
 // describe summarises the script for violations.
 func (s script) describe() string {
+	if len(s.Steps) > 0 {
+		parts := make([]string, 0, len(s.Steps)+1)
+		for _, st := range s.Steps {
+			switch {
+			case st.Do == stepHostile:
+				parts = append(parts, "fails with "+hostileKinds[st.Hostile])
+			case st.Do == stepFail && st.After > 0:
+				parts = append(parts, fmt.Sprintf("fails with a retry-after hint of %v", st.After))
+			case st.Do == stepFail:
+				parts = append(parts, "fails")
+			case st.Do == stepPermanent:
+				parts = append(parts, "fails permanently")
+			case st.Do == stepPanic:
+				parts = append(parts, "panics")
+			case st.Do == stepOverrun:
+				parts = append(parts, fmt.Sprintf("outlives its timeout (runs %v) and returns nil", st.Overrun))
+			case st.Do == stepOverrunFail:
+				parts = append(parts, fmt.Sprintf("outlives its timeout (runs %v) and fails", st.Overrun))
+			default:
+				parts = append(parts, "succeeds")
+			}
+		}
+		if last := s.Steps[len(s.Steps)-1].Do; last != stepOK && last != stepPermanent {
+			parts = append(parts, "then succeeds")
+		}
+		return "runs " + strings.Join(parts, ", ")
+	}
 	var what string
 	switch {
 	case s.Dep:

@@ -116,21 +116,39 @@ func (w *worker) looksDone(j *job) bool {
 
 // drain waits, within a bound, until the witness has been told the end of
 // every attempt it was told the start of, and of a give-up for every job
-// that failed, so that the story is complete before it is compared:
-// adapters tell observers after the engine applied the outcome, which the
-// suite may already have seen.
+// that failed, and until every run the handler started has returned, so
+// that the story is complete before it is compared: adapters tell
+// observers after the engine applied the outcome, which the suite may
+// already have seen, and an engine may end an attempt at its timeout's
+// deadline and run the job again, even to its end, while the handler that
+// ignores its context still runs (the native queue does; Config.Timeout
+// promises a counted failure, not a wait for the handler). The bound
+// covers the longest overrun a script asks for.
 func (w *worker) drain(states map[string]State) {
 	failed := 0
-	for _, j := range w.jobList() {
+	var overrun time.Duration
+	jobs := w.jobList()
+	for _, j := range jobs {
 		if states[j.id] == StateFailed && j.cancel != cancelledWaiting {
 			failed++
 		}
+		overrun = max(overrun, j.s.Hold+j.s.overrun())
 	}
-	w.waitFor(max(2*time.Second, 2*w.e.slack), func() bool {
+	w.waitFor(max(2*time.Second, 2*w.e.slack)+overrun, func() bool {
 		w.wit.mu.Lock()
 		gave := len(w.wit.giveUps)
 		w.wit.mu.Unlock()
-		return w.wit.unended() == 0 && gave >= failed
+		if w.wit.unended() != 0 || gave < failed {
+			return false
+		}
+		for _, j := range jobs {
+			for _, r := range w.rec.runs(j.id) {
+				if !r.ended {
+					return false
+				}
+			}
+		}
+		return true
 	})
 }
 

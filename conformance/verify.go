@@ -75,6 +75,9 @@ func (w *worker) verifyRuns(j *job, got State) {
 		}
 		if !r.ended {
 			w.errorf("%s: run %d never returned, although the job is %v", what, n, got)
+			if w.toldEndedCounted(r) {
+				counted++ // the engine moved on: the next run is numbered after it
+			}
 			continue
 		}
 		uncounted := r.interrupt || (r.stale && !w.toldCounted(r))
@@ -82,7 +85,8 @@ func (w *worker) verifyRuns(j *job, got State) {
 			continue // the next run may start at once, with the same number
 		}
 		counted++
-		if i+1 >= len(runs) || r.stale {
+		// The engine spaces the retries of a job it retries by itself.
+		if i+1 >= len(runs) || r.stale || j.engine {
 			continue
 		}
 		err := r.err
@@ -158,6 +162,17 @@ func (w *worker) toldCounted(r run) bool {
 	w.wit.mu.Lock()
 	defer w.wit.mu.Unlock()
 	return r.ev.ends == 0 || r.ev.result.Counts()
+}
+
+// toldEndedCounted reports whether the observer was told that the run
+// ended and counted as an attempt, whether or not its handler returned.
+func (w *worker) toldEndedCounted(r run) bool {
+	if r.ev == nil {
+		return false
+	}
+	w.wit.mu.Lock()
+	defer w.wit.mu.Unlock()
+	return r.ev.ends > 0 && r.ev.result.Counts()
 }
 
 // recheck verifies, after a quiet period, that no job ran again and no

@@ -37,6 +37,13 @@ type job struct {
 	lateOK bool
 	// terminalAt is when the suite first saw the job completed or failed.
 	terminalAt time.Time
+	// alike marks a look-alike job: its payload is empty, like every other
+	// look-alike job's of its kind, and its script goes by its ID.
+	alike bool
+	// engine marks a job whose failures the engine follows up without
+	// asking the adapter (EngineDecider): its failed attempts are told as
+	// the engine's decision, and its retries are spaced by the engine.
+	engine bool
 }
 
 // worker is one Start of the harness with its recorder and witness.
@@ -154,6 +161,52 @@ func (w *worker) enqueueKind(kind string, s script) string {
 	return id
 }
 
+// enqueueAlike enqueues a look-alike job of the given kind ("" for the
+// default): its payload is empty, byte for byte the same as every other
+// look-alike job's, and the handler finds s by the job's ID.
+func (w *worker) enqueueAlike(kind string, s script) string {
+	rule := w.rule
+	var id string
+	var err error
+	if kind == "" {
+		id, err = w.eng.Enqueue(w.e.t.Context(), nil)
+	} else {
+		ke, ok := w.eng.(KindEngine)
+		if !ok {
+			w.errorf("the engine does not implement KindEngine")
+			return ""
+		}
+		if r, ok := w.cfg.KindRules[kind]; ok {
+			rule = r
+		}
+		id, err = ke.EnqueueKind(w.e.t.Context(), kind, nil)
+	}
+	if err != nil {
+		w.errorf("Enqueue of a job with an empty payload: %v", err)
+		return ""
+	}
+	return w.add(&job{id: id, s: s, kind: kind, rule: rule, alike: true})
+}
+
+// add records an enqueued job and, for a look-alike job, hands the
+// handler its script; it returns the ID, or "" for an ID Enqueue returned
+// before.
+func (w *worker) add(j *job) string {
+	w.mu.Lock()
+	if _, dup := w.jobs[j.id]; dup {
+		w.mu.Unlock()
+		w.e.errorf("%s: Enqueue returned ID %q twice, want a new ID per job", w.label, j.id)
+		return ""
+	}
+	w.jobs[j.id] = j
+	w.order = append(w.order, j.id)
+	w.mu.Unlock()
+	if j.alike {
+		w.rec.assign(j.id, j.s)
+	}
+	return j.id
+}
+
 // enqueueN enqueues n jobs running s.
 func (w *worker) enqueueN(n int, s script) []string {
 	ids := make([]string, 0, n)
@@ -212,10 +265,14 @@ func (w *worker) decide(j *job, n int, err error) (d backoff.Decision, panicked 
 
 // what names the job in violations: its ID, kind and script.
 func (j *job) what() string {
-	if j.kind != "" {
-		return "job " + j.id + " (kind " + j.kind + ", " + j.s.describe() + ")"
+	name := "job "
+	if j.alike {
+		name = "look-alike job "
 	}
-	return "job " + j.id + " (" + j.s.describe() + ")"
+	if j.kind != "" {
+		return name + j.id + " (kind " + j.kind + ", " + j.s.describe() + ")"
+	}
+	return name + j.id + " (" + j.s.describe() + ")"
 }
 
 // runsWanted is how many runs the job's script gets under its rule.
@@ -232,11 +289,11 @@ func (w *worker) runsWanted(j *job) (int, State) {
 // run never waits for it; it only bounds a failing one.
 func (w *worker) budget(j *job) time.Duration {
 	runs, _ := w.runsWanted(j)
-	total := 10*time.Second + j.s.Overrun
+	total := 10*time.Second + j.s.overrun()
 	if j.s.Block || j.s.Stale {
 		total += blockBound
 	}
-	per := 2*w.e.slack + 100*time.Millisecond + j.s.Overrun
+	per := 2*w.e.slack + 100*time.Millisecond + j.s.overrun()
 	for n := 1; n < runs && n < 1000; n++ {
 		d, _ := w.decide(j, n, j.s.err(n))
 		total = satAdd(satAdd(total, w.e.effDelay(d.Delay)), per)

@@ -34,7 +34,18 @@ type harness struct {
 	interval time.Duration
 }
 
+// Lacks declares the one feature asynq has no path for: asynq asks the
+// server's RetryDelayFunc, the Retrier's, for every retry it schedules, so
+// no retry is decided without rebound (SkipRetry and RevokeTask are told as
+// rebound's permanent decisions, IsFailure's non-failures as snoozes).
+func (h harness) Lacks() map[conformance.Feature]string {
+	return map[conformance.Feature]string{
+		conformance.FeatureEngineDecisions: "asynq asks RetryDelayFunc, the Retrier's, for every retry it schedules; it has no retry of its own choosing",
+	}
+}
+
 var (
+	_ conformance.LackingHarness    = harness{}
 	_ conformance.SharedHarness     = harness{}
 	_ conformance.BreakerHarness    = harness{}
 	_ conformance.SynctestHarness   = harness{}

@@ -62,51 +62,65 @@ type runningJob struct {
 // the jobs reserved before it (a prefetched job): jobs start in the order
 // they were reserved, which is the queue's order.
 func (w *Worker) dispatch(rj *runningJob) {
-	w.dmu.Lock()
+	d := w.disp
+	d.mu.Lock()
 	if w.hardCtx.Err() != nil {
 		// Past Shutdown's deadline (or abandoned): see startQueued.
-		w.dmu.Unlock()
+		d.mu.Unlock()
 		go w.run(rj)
 		return
 	}
-	if w.idle == 0 {
-		w.queued = append(w.queued, rj)
-		w.dmu.Unlock()
+	if d.idle == 0 {
+		d.queued = append(d.queued, queuedJob{w, rj})
+		d.mu.Unlock()
 		return
 	}
-	w.idle--
-	w.dmu.Unlock()
+	d.idle--
+	d.mu.Unlock()
 	rj.busy.Store(true)
 	go w.run(rj)
 }
 
 // freeBusy frees rj's handler, once, if it holds one (when its attempt
-// ends, with its slot, or when run returns): the next queued job takes it.
+// ends, with its slot, or when run returns): the next queued job takes it
+// (on a sharded worker, whichever shard's it is).
 func (w *Worker) freeBusy(rj *runningJob) {
 	if !rj.busy.CompareAndSwap(true, false) {
 		return
 	}
-	w.dmu.Lock()
-	if len(w.queued) == 0 {
-		w.idle++
-		w.dmu.Unlock()
+	d := w.disp
+	d.mu.Lock()
+	if len(d.queued) == 0 {
+		d.idle++
+		d.mu.Unlock()
 		return
 	}
-	next := w.queued[0]
-	w.queued[0] = nil
-	w.queued = w.queued[1:]
-	w.dmu.Unlock()
-	next.busy.Store(true)
-	go w.run(next)
+	next := d.queued[0]
+	d.queued[0] = queuedJob{}
+	d.queued = d.queued[1:]
+	d.mu.Unlock()
+	next.rj.busy.Store(true)
+	go next.w.run(next.rj)
 }
 
-// takeQueued empties the queue of jobs reserved ahead, returning them.
+// takeQueued empties the queue of jobs reserved ahead of this worker (not
+// of the other parts of a sharded worker), returning them.
 func (w *Worker) takeQueued() []*runningJob {
-	w.dmu.Lock()
-	defer w.dmu.Unlock()
-	queued := w.queued
-	w.queued = nil
-	return queued
+	d := w.disp
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var mine []*runningJob
+	rest := d.queued[:0]
+	for _, qj := range d.queued {
+		if qj.w == w {
+			mine = append(mine, qj.rj)
+		} else {
+			rest = append(rest, qj)
+		}
+	}
+	clear(d.queued[len(rest):])
+	d.queued = rest
+	return mine
 }
 
 // startQueued starts every queued job at once, handler free or not: once

@@ -32,6 +32,7 @@ type harness struct {
 	lateness time.Duration
 	open     func(t testing.TB) redis.UniversalClient
 	synctest bool
+	shards   int // each queue's shards (NewShardedQueue); 0 or 1 for NewQueue's
 
 	mu sync.Mutex
 	n  int // queues started
@@ -120,6 +121,9 @@ func (h *harness) start(t testing.TB, cfgs []conformance.Config, shared bool) []
 			name = "conf-shared"
 		}
 		q, err := NewQueue(rdb, name, WithPrefix(prefix))
+		if h.shards > 1 {
+			q, err = NewShardedQueue(context.Background(), rdb, name, h.shards, WithPrefix(prefix))
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,8 +245,12 @@ func (e *engine) Restart(ctx context.Context) error {
 // than the lease: the handler goes on running, stale.
 func (e *engine) Reclaim(ctx context.Context, id string) error {
 	w := e.worker()
+	q := e.q.shardFor(id) // the job's shard, and its part of the worker
+	if w.parts != nil {
+		w = w.parts[q.shard]
+	}
 	stored := func() (record, error) {
-		s, err := e.rdb.HGet(ctx, e.q.keys.jobs, id).Result()
+		s, err := e.rdb.HGet(ctx, q.keys.jobs, id).Result()
 		if err != nil {
 			return record{}, err
 		}
@@ -257,7 +265,7 @@ func (e *engine) Reclaim(ctx context.Context, id string) error {
 	}
 	for ctx.Err() == nil {
 		// The worker may renew the lease in between: try again.
-		if err := e.rdb.ZAddXX(ctx, e.q.keys.active, redis.Z{Score: 0, Member: id}).Err(); err != nil {
+		if err := e.rdb.ZAddXX(ctx, q.keys.active, redis.Z{Score: 0, Member: id}).Err(); err != nil {
 			return err
 		}
 		if _, err := w.reclaimOnce(ctx, 100); err != nil {
@@ -286,12 +294,26 @@ func (e *engine) Cancel(ctx context.Context, id string) error {
 // Pending is the number of attempts the worker holds.
 func (e *engine) Pending() int {
 	w := e.worker()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.running)
+	n := 0
+	for _, p := range append([]*Worker{w}, w.parts...) {
+		p.mu.Lock()
+		n += len(p.running)
+		p.mu.Unlock()
+	}
+	return n
+}
+
+// Lacks declares the one feature the native queue has no use for: rebound
+// is the engine, so every retry is decided by the rule; nothing decides
+// one without it.
+func (h *harness) Lacks() map[conformance.Feature]string {
+	return map[conformance.Feature]string{
+		conformance.FeatureEngineDecisions: "rebound is the engine: the worker decides every retry under the rule, and no handler, hook or tool of the native queue schedules one without asking it",
+	}
 }
 
 var (
+	_ conformance.LackingHarness    = (*harness)(nil)
 	_ conformance.SharedHarness     = (*harness)(nil)
 	_ conformance.BreakerHarness    = (*harness)(nil)
 	_ conformance.SynctestHarness   = (*harness)(nil)
@@ -316,6 +338,14 @@ func TestConformanceMiniredis(t *testing.T) {
 	// miniredis interprets every script in Go (gopher-lua), which the race
 	// detector slows about tenfold: idle p99 ~25ms plain, ~140ms under -race.
 	conformance.Run(t, &harness{name: "native/miniredis", rdb: rdb, prefix: prefix, lateness: 250 * time.Millisecond})
+}
+
+// TestConformanceShardedMiniredis runs the suite on queues of three shards
+// (all on the one miniredis: what it checks is the routing, the fetch over
+// shards and the aggregation, not the placement).
+func TestConformanceShardedMiniredis(t *testing.T) {
+	rdb, prefix := backends[1].open(t)
+	conformance.Run(t, &harness{name: "native/miniredis-3shards", rdb: rdb, prefix: prefix, lateness: 250 * time.Millisecond, shards: 3})
 }
 
 // TestConformanceSynctest runs the suite on a miniredis per check, dialled

@@ -195,6 +195,20 @@
 // millisecond and never early too, but jobs due in one millisecond then
 // run in the order of their IDs.
 //
+// # Sharded queues
+//
+// [NewShardedQueue] spreads one queue over N shards: N sub-queues with the
+// keys above, each under a hash tag of its own, chosen from the cluster's
+// slot map so that the shards land on distinct masters, and written down
+// in "<prefix>:{<queue>}:layout" (JSON) for every process to read
+// ([OpenQueue]). Shard 0's tag is the queue's own, so a queue of one shard
+// is the queue [NewQueue] opens, key for key. A job lives on the shard its
+// ID hashes to (FNV-1a modulo N), so [WithID] stays idempotent and every
+// action on one job is one script on one slot; a worker runs one part per
+// shard, sharing its slots, handlers and breaker; Counts, List, scans and
+// bulk actions cover every shard. FIFO holds within a shard, not across
+// shards. See docs/native.md, "Sharded queues".
+//
 // # Scripts
 //
 // Each script is an embedded .lua file with one purpose, takes every key in

@@ -116,7 +116,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if err != nil {
 		return "", err
 	}
-	code, err := q.enqueueGrouped(ctx, j)
+	code, err := q.shardFor(j.id).enqueueGrouped(ctx, j)
 	if err != nil {
 		return "", err
 	}

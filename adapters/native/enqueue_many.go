@@ -76,6 +76,24 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Enqueu
 	for i, j := range prepared {
 		results[i].ID = j.id
 	}
+	if q.shards != nil {
+		return results, q.enqueueManyShards(ctx, prepared, results)
+	}
+	return results, q.storeMany(ctx, prepared, nil, results)
+}
+
+// storeMany stores jobs in enqueue_many calls of at most manyChunk jobs
+// and manyChunkBytes, one after the other, and sets the result of each:
+// job i's is results[at[i]] (results[i] when at is nil). When a call
+// fails it stops and returns the error, which the results of that call's
+// jobs and of every later one carry.
+func (q *Queue) storeMany(ctx context.Context, prepared []preparedJob, at []int, results []EnqueueResult) error {
+	idx := func(i int) int {
+		if at == nil {
+			return i
+		}
+		return at[i]
+	}
 	k := q.keys
 	keys := []string{k.jobs, k.wait, k.delayed, k.marker}
 	for start := 0; start < len(prepared); {
@@ -94,18 +112,18 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Enqueu
 			err = fmt.Errorf("native: enqueue_many returned %d codes for %d jobs, want one per job", len(codes), len(chunk))
 		}
 		if err != nil {
-			err = fmt.Errorf("native: EnqueueMany on queue %q: jobs %d to %d of %d: %w", q.name, start, end-1, len(jobs), err)
-			for i := start; i < len(results); i++ {
-				results[i].Err = err
+			err = fmt.Errorf("native: EnqueueMany on queue %q: jobs %d to %d of %d%s: %w", q.name, idx(start), idx(end-1), len(results), q.shardNote(), err)
+			for i := start; i < len(prepared); i++ {
+				results[idx(i)].Err = err
 			}
-			return results, err
+			return err
 		}
 		for i, code := range codes {
 			if code == 0 {
-				results[start+i].Err = q.exists(chunk[i].id)
+				results[idx(start+i)].Err = q.exists(chunk[i].id)
 			}
 		}
 		start = end
 	}
-	return results, nil
+	return nil
 }

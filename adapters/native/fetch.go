@@ -44,12 +44,14 @@ func (w *Worker) fetchLoop() {
 		default:
 		}
 		outs = w.drainOutcomes(outs)
-		if n == 0 && freesSlot(outs) {
+		if n == 0 && freesSlot(outs) && !w.part {
 			// Every slot was taken (running or reserved ahead) when the
 			// outcome came, but its handler frees its slot right after
 			// handing the outcome over: wait for that slot, so the outcome
 			// rides with the reserve that refills it instead of taking a
-			// round trip of its own.
+			// round trip of its own. (A part of a sharded worker does not:
+			// another part may take that slot, and the outcomes would wait
+			// for one that only the end of other attempts frees.)
 			select {
 			case <-w.stop:
 				w.sendBatch(outs)

@@ -261,6 +261,9 @@ func (q *Queue) scan(ctx context.Context, f Filter, o ScanOptions, what string,
 // until it is "" for the count of the whole state; the count is of jobs
 // as each page found them, not of one instant.
 func (q *Queue) CountMatching(ctx context.Context, f Filter, o ScanOptions) (ScanProgress, error) {
+	if q.shards != nil {
+		return q.scanShards(ctx, f, o, "CountMatching", func(s *Queue, o ScanOptions) (ScanProgress, error) { return s.CountMatching(ctx, f, o) })
+	}
 	return q.scan(ctx, f, o, "CountMatching", nil)
 }
 
@@ -296,6 +299,9 @@ type GroupPage struct {
 // failure first) after o.Cursor. Go on from Next, merging each answer
 // into the last with [GroupPage.Merge], to group the whole failed set.
 func (q *Queue) FailureGroups(ctx context.Context, f Filter, o ScanOptions) (GroupPage, error) {
+	if q.shards != nil {
+		return q.failureGroupsShards(ctx, f, o)
+	}
 	if f.State == 0 {
 		f.State = StateFailed
 	}
@@ -459,6 +465,9 @@ type BulkProgress struct {
 // An action that does not apply to f.State ([BulkAction.Applies]) is an
 // error, and nothing is read.
 func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOptions) (BulkProgress, error) {
+	if q.shards != nil {
+		return q.bulkStepShards(ctx, a, f, o)
+	}
 	what := "BulkStep " + a.String()
 	if !a.Applies(f.State) {
 		return BulkProgress{}, fmt.Errorf("native: %s: %v does not apply to %v jobs, want retry for failed jobs, delete for all but active ones, cancel for waiting, delayed and active ones",

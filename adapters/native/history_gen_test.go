@@ -14,6 +14,7 @@ import (
 	"hash/fnv"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,16 +63,29 @@ func known() map[string]string {
 // enqueued on the FIFO queue.
 type shape struct {
 	Producers, Jobs, Workers, Operators, Ops, Faults, Fifo int
+	Shards                                                 int // the main queue's shards (NewShardedQueue); 0 or 1 for one
 }
 
 func (s shape) String() string {
-	return fmt.Sprintf("p%dj%dw%do%dx%df%dq%d", s.Producers, s.Jobs, s.Workers, s.Operators, s.Ops, s.Faults, s.Fifo)
+	out := fmt.Sprintf("p%dj%dw%do%dx%df%dq%d", s.Producers, s.Jobs, s.Workers, s.Operators, s.Ops, s.Faults, s.Fifo)
+	if s.Shards > 1 {
+		out += fmt.Sprintf("s%d", s.Shards)
+	}
+	return out
 }
 
 func parseShape(v string) (shape, error) {
 	var s shape
-	if _, err := fmt.Sscanf(v, "p%dj%dw%do%dx%df%dq%d", &s.Producers, &s.Jobs, &s.Workers, &s.Operators, &s.Ops, &s.Faults, &s.Fifo); err != nil {
-		return s, fmt.Errorf("history shape %q: %v, want the form p2j10w2o1x8f3q20", v, err)
+	body := v
+	if i := strings.LastIndexByte(v, 's'); i > 0 {
+		n, err := strconv.Atoi(v[i+1:])
+		if err != nil || n < 1 {
+			return s, fmt.Errorf("history shape %q: the shards after 's' are not a count, want the form p2j10w2o1x8f3q20s3", v)
+		}
+		body, s.Shards = v[:i], n
+	}
+	if _, err := fmt.Sscanf(body, "p%dj%dw%do%dx%df%dq%d", &s.Producers, &s.Jobs, &s.Workers, &s.Operators, &s.Ops, &s.Faults, &s.Fifo); err != nil {
+		return s, fmt.Errorf("history shape %q: %v, want the form p2j10w2o1x8f3q20 (s3 after it for 3 shards)", v, err)
 	}
 	if s.Workers < 1 {
 		return s, fmt.Errorf("history shape %q: no worker, want w1 or more", v)

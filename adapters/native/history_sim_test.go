@@ -34,7 +34,39 @@ import (
 // command that replays it.
 func TestHistory(t *testing.T) {
 	t.Run("miniredis", testHistorySim)
+	t.Run("miniredis-sharded", testHistorySimSharded)
 	t.Run("real", testHistoryReal)
+}
+
+// shardedBudget is how many histories the sharded miniredis mode runs by
+// default: seeds from -history.first on, of their default shapes, with
+// the main queue spread over 3 shards (about 10s; seed 23 caught a part of
+// a sharded worker holding outcomes while it waited for a slot another
+// part took: see fetchLoop).
+const shardedBudget = 30
+
+func testHistorySimSharded(t *testing.T) {
+	if *historySeed != 0 {
+		testHistorySim(t) // (the shape given says the shards)
+		return
+	}
+	allowed := known()
+	caught := map[string][]uint64{}
+	n := shardedBudget
+	if *historyCount > 0 {
+		n = *historyCount
+	}
+	for seed := *historyFirst; seed < *historyFirst+uint64(n); seed++ {
+		sh := defaultShape(seed)
+		sh.Shards = 3
+		vs, stats := simHistory(t, seed, sh)
+		report(t, "miniredis-sharded", seed, sh, vs, allowed, caught, stats.story)
+		if t.Failed() {
+			break
+		}
+	}
+	t.Logf("%d sharded histories", n)
+	logCaught(t, caught)
 }
 
 // simBudget is how many histories the miniredis mode runs by default
@@ -138,7 +170,7 @@ func report(t *testing.T, mode string, seed uint64, sh shape, vs []violation, al
 			continue
 		}
 		small, cut := sh, "not cut down: real histories are too slow to shrink"
-		if mode == "miniredis" {
+		if strings.HasPrefix(mode, "miniredis") {
 			small = shrink(t, seed, sh, inv)
 			cut = "cut down to " + small.String()
 		}
@@ -269,6 +301,15 @@ func simHistory(t *testing.T, seed uint64, sh shape) (vs []violation, stats simS
 	return vs, stats
 }
 
+// openHist opens the history's main queue: of shards shards (one when
+// shards is 0 or 1, NewQueue's).
+func openHist(ctx context.Context, rdb redis.UniversalClient, name string, shards int, qopts []QueueOption) (*Queue, error) {
+	if shards > 1 {
+		return NewShardedQueue(ctx, rdb, name, shards, qopts...)
+	}
+	return NewQueue(rdb, name, qopts...)
+}
+
 func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 	var stats simStats
 	ctx := context.Background()
@@ -281,9 +322,12 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 	rule := histRule(seed)
 	const name, fifoName = "hist", "hist-fifo"
 	qopts := []QueueOption{WithPrefix("h"), WithCompletedRetention(time.Hour, -1), WithFailedRetention(time.Hour, -1)}
-	qm, err := NewQueue(admin, name, qopts...)
+	qm, err := openHist(ctx, admin, name, sh.Shards, qopts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := max(sh.Shards, 1); qm.Shards() != want {
+		t.Fatalf("the main queue has %d shards, want %d", qm.Shards(), want)
 	}
 	qf, err := NewQueue(admin, fifoName, qopts...)
 	if err != nil {
@@ -294,7 +338,7 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 	// delayed sequence) close below a multiple of 4096.
 	if r.IntN(2) == 0 {
 		stats.counterAt = int64(4096*(1+r.IntN(1000)) - r.IntN(200))
-		for _, q := range []*Queue{qm, qf} {
+		for _, q := range append(qm.parts(), qf) {
 			if err := admin.Set(ctx, q.keys.counter, stats.counterAt, 0).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -319,7 +363,7 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 		cs := &connSet{}
 		rdb := simClient(m, cs)
 		clients = append(clients, rdb)
-		q, err := NewQueue(rdb, name, qopts...)
+		q, err := openHist(ctx, rdb, name, sh.Shards, qopts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,7 +455,7 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 				return
 			case <-time.After(25 * time.Millisecond):
 			}
-			for _, q := range []*Queue{qm, qf} {
+			for _, q := range append(qm.parts(), qf) {
 				_, ps := snapshotProblems(takeSnapshot(t, admin, q))
 				if len(ps) > 0 && len(running) < 10 {
 					running = append(running, fmt.Sprintf("at %s: %s", time.Now().UTC().Format("15:04:05.000"), ps[0]))
@@ -437,7 +481,7 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		pending := int64(0)
-		for _, q := range []*Queue{qm, qf} {
+		for _, q := range append(qm.parts(), qf) {
 			c, err := q.Counts(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -490,7 +534,7 @@ func simRun(t *testing.T, seed uint64, sh shape) ([]violation, simStats) {
 			fin.jobs[id] = j
 		}
 	}
-	for _, q := range []*Queue{qm, qf} {
+	for _, q := range append(qm.parts(), qf) {
 		_, ps := snapshotProblems(takeSnapshot(t, admin, q))
 		fin.problems = append(fin.problems, ps...)
 	}

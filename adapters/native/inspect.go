@@ -86,6 +86,9 @@ type StoredJob struct {
 // Job returns the stored state of the job with the given ID, read in one
 // transaction, or an error wrapping [ErrNotFound].
 func (q *Queue) Job(ctx context.Context, id string) (StoredJob, error) {
+	if q.shards != nil {
+		return q.shardFor(id).Job(ctx, id)
+	}
 	k := q.keys
 	var (
 		stored                        *redis.StringCmd
@@ -164,6 +167,9 @@ type Counts struct {
 // it is paused, read in one transaction. Completed and Failed count the
 // jobs still within their retention.
 func (q *Queue) Counts(ctx context.Context) (Counts, error) {
+	if q.shards != nil {
+		return q.countShards(ctx)
+	}
 	k := q.keys
 	var w, u, a, d, c, f *redis.IntCmd
 	var paused *redis.BoolCmd
@@ -189,6 +195,9 @@ func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 // moved. Workers do this on every fetch; Promote
 // is for tools and tests that want the sweep without a worker.
 func (q *Queue) Promote(ctx context.Context) (int, error) {
+	if q.shards != nil {
+		return q.promoteShards(ctx)
+	}
 	k := q.keys
 	res, err := scriptPromote.Run(ctx, q.rdb, []string{k.delayed, k.due, k.marker}).Slice()
 	if err != nil {

@@ -32,7 +32,13 @@ type keys struct {
 }
 
 func newKeys(prefix, queue string) keys {
-	base := prefix + ":{" + escapeTag(queue) + "}:"
+	return newTagKeys(prefix, escapeTag(queue))
+}
+
+// newTagKeys names the keys of the queue (or shard) whose hash tag is tag,
+// escaped already (see escapeTag).
+func newTagKeys(prefix, tag string) keys {
+	base := prefix + ":{" + tag + "}:"
 	k := keys{
 		base:        base,
 		wait:        base + "wait",

@@ -13,6 +13,9 @@ import (
 // Start starts the worker's goroutines and returns at once. Stop it with
 // [Worker.Shutdown]. A worker starts once.
 func (w *Worker) Start() error {
+	if w.parts != nil {
+		return w.startParts()
+	}
 	ok := false
 	w.startOnce.Do(func() {
 		ok = true
@@ -20,8 +23,10 @@ func (w *Worker) Start() error {
 		w.bgStop = make(chan struct{})
 		w.hardCtx, w.hardStop = context.WithCancelCause(context.Background())
 		w.fetchDone = make(chan struct{})
-		w.slots = make(chan struct{}, w.concurrency+w.prefetch)
-		w.idle = w.concurrency
+		if w.slots == nil { // (a part of a sharded worker shares its parent's)
+			w.slots = make(chan struct{}, w.concurrency+w.prefetch)
+			w.disp = &dispatcher{idle: w.concurrency}
+		}
 		w.wake = make(chan struct{}, 1)
 		w.listenReq = make(chan struct{}, 1)
 		w.renewNow = make(chan struct{}, 1)
@@ -67,6 +72,9 @@ func (w *Worker) Run(ctx context.Context) error {
 // cancelled by Shutdown is interrupted the same way). Shutdown then
 // returns ctx's error.
 func (w *Worker) Shutdown(ctx context.Context) error {
+	if w.parts != nil {
+		return w.shutdownParts(ctx)
+	}
 	if !w.started.Load() {
 		return nil
 	}
@@ -174,6 +182,10 @@ func (w *Worker) stopBackground() {
 // abandon stops the worker the way a crash would: nothing more is stored,
 // running jobs keep their leases until they expire. Tests use it.
 func (w *Worker) abandon() {
+	if w.parts != nil {
+		w.abandonParts()
+		return
+	}
 	w.abandoned.Store(true)
 	w.stopOnce.Do(func() { close(w.stop) })
 	w.stopHandlers(ErrShutdown)

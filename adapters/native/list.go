@@ -67,6 +67,9 @@ type Page struct {
 // List did not return for this state and order ([ErrBadCursor]) is an
 // error.
 func (q *Queue) List(ctx context.Context, state State, opts ListOptions) (Page, error) {
+	if q.shards != nil {
+		return q.listShards(ctx, state, opts)
+	}
 	limit := opts.Limit
 	if limit == 0 {
 		limit = DefaultPageSize

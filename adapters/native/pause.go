@@ -15,6 +15,9 @@ import (
 // is the queue's state in Redis, so it holds for every worker, and for
 // workers started later, until resumed.
 func (q *Queue) Pause(ctx context.Context) error {
+	if q.shards != nil {
+		return q.eachShard(ctx, (*Queue).Pause)
+	}
 	if err := scriptPause.Run(ctx, q.rdb, []string{q.keys.control}).Err(); err != nil {
 		return fmt.Errorf("native: pause queue %q: %w", q.name, err)
 	}
@@ -25,6 +28,9 @@ func (q *Queue) Pause(ctx context.Context) error {
 // wakes an idle one if jobs are waiting (it passes the wake-up on while
 // more are). Resuming a queue that is not paused changes nothing.
 func (q *Queue) Resume(ctx context.Context) error {
+	if q.shards != nil {
+		return q.eachShard(ctx, (*Queue).Resume)
+	}
 	k := q.keys
 	if err := scriptResume.Run(ctx, q.rdb, []string{k.control, k.wait, k.due, k.marker}).Err(); err != nil {
 		return fmt.Errorf("native: resume queue %q: %w", q.name, err)
@@ -35,6 +41,9 @@ func (q *Queue) Resume(ctx context.Context) error {
 // Paused reports whether the queue is paused ([Queue.Pause]). [Counts]
 // reports it too, with the counts.
 func (q *Queue) Paused(ctx context.Context) (bool, error) {
+	if q.shards != nil {
+		return q.pausedShards(ctx)
+	}
 	paused, err := q.rdb.HExists(ctx, q.keys.control, "paused").Result()
 	if err != nil {
 		return false, fmt.Errorf("native: read whether queue %q is paused: %w", q.name, err)

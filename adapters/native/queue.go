@@ -31,6 +31,13 @@ type Queue struct {
 	failFor    time.Duration
 	failMost   int
 	group      enqueueGroup // Enqueue's group commit (enqueue_group.go)
+
+	// A sharded queue (shard.go) holds its sub-queues in shards, nil for a
+	// queue of one shard; a sub-queue knows its index and every queue its
+	// hash tag.
+	shards []*Queue
+	shard  int
+	tag    string
 }
 
 // A QueueOption configures a [Queue].
@@ -108,6 +115,7 @@ func NewQueue(rdb redis.UniversalClient, name string, opts ...QueueOption) (*Que
 		return nil, err
 	}
 	q.keys = newKeys(q.prefix, name)
+	q.tag = escapeTag(name)
 	return q, nil
 }
 

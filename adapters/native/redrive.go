@@ -171,6 +171,9 @@ type Redrive struct {
 // a second one with an error wrapping [ErrRedriveRunning]: resume it or
 // cancel it.
 func (q *Queue) StartRedrive(ctx context.Context, o RedriveOptions) (*Redrive, error) {
+	if err := q.redriveSharded("StartRedrive"); err != nil {
+		return nil, err
+	}
 	if o.Filter.State == 0 {
 		o.Filter.State = StateFailed
 	}
@@ -206,6 +209,18 @@ func (q *Queue) StartRedrive(ctx context.Context, o RedriveOptions) (*Redrive, e
 		return nil, q.redriveRunning("StartRedrive", replyString(res[1]), replyString(res[2]), time.UnixMilli(lease), lease > parseInt(res[5]))
 	}
 	return r, nil
+}
+
+// ErrRedriveSharded is wrapped by the error of every redrive method of a
+// sharded queue ([NewShardedQueue]): a redrive reads one failed set in
+// order, and a sharded queue has one per shard.
+var ErrRedriveSharded = errors.New("native: a sharded queue has no redrive yet (its failed jobs are spread over its shards); retry them with Bulk")
+
+func (q *Queue) redriveSharded(what string) error {
+	if q.shards != nil {
+		return fmt.Errorf("%w: %s on queue %q (%d shards)", ErrRedriveSharded, what, q.name, len(q.shards))
+	}
+	return nil
 }
 
 func (q *Queue) redriveRunning(what, id, state string, lease time.Time, live bool) error {
@@ -262,6 +277,9 @@ type ResumeOptions struct {
 // and ResumeRedrive returns nil. A queue without a redrive, or whose
 // redrive ended, is an error wrapping [ErrNoRedrive].
 func (q *Queue) ResumeRedrive(ctx context.Context, o ResumeOptions) (*Redrive, error) {
+	if err := q.redriveSharded("ResumeRedrive"); err != nil {
+		return nil, err
+	}
 	st, ok, err := q.RedriveStatus(ctx)
 	if err != nil {
 		return nil, err
@@ -303,6 +321,9 @@ func (q *Queue) CancelRedrive(ctx context.Context) error {
 }
 
 func (q *Queue) setRedrive(ctx context.Context, what string, to RedriveState) error {
+	if err := q.redriveSharded(what); err != nil {
+		return err
+	}
 	res, err := scriptRedriveSet.Run(ctx, q.rdb, []string{q.keys.redrive}, string(to)).Slice()
 	if err != nil {
 		return fmt.Errorf("native: %s on queue %q: %w", what, q.name, err)
@@ -319,6 +340,9 @@ func (q *Queue) setRedrive(ctx context.Context, what string, to RedriveState) er
 // RedriveStatus reads the queue's redrive, the last one if it ended; ok
 // is false when the queue never had one.
 func (q *Queue) RedriveStatus(ctx context.Context) (st RedriveStatus, ok bool, err error) {
+	if err := q.redriveSharded("RedriveStatus"); err != nil {
+		return st, false, err
+	}
 	pipe := q.rdb.Pipeline()
 	all := pipe.HGetAll(ctx, q.keys.redrive)
 	clock := pipe.Time(ctx)

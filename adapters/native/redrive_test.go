@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rebound-go/rebound/backoff"
@@ -283,6 +284,26 @@ func TestRedriveCluster(t *testing.T) {
 	}
 	if got := waitList(t, q); fmt.Sprint(got) != fmt.Sprint(ids) {
 		t.Errorf("the wait list holds %d jobs, want all 300 in order", len(got))
+	}
+}
+
+// A sharded queue has no redrive yet: every redrive method says so.
+func TestRedriveShardedRefused(t *testing.T) {
+	m := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := context.Background()
+	q, err := NewShardedQueue(ctx, rdb, "redrive-sharded", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err1 := q.StartRedrive(ctx, RedriveOptions{Rate: 10})
+	_, err2 := q.ResumeRedrive(ctx, ResumeOptions{})
+	_, _, err3 := q.RedriveStatus(ctx)
+	for i, err := range []error{err1, err2, err3, q.PauseRedrive(ctx), q.CancelRedrive(ctx)} {
+		if !errors.Is(err, ErrRedriveSharded) {
+			t.Errorf("call %d on a sharded queue = %v, want ErrRedriveSharded", i, err)
+		}
 	}
 }
 

@@ -57,9 +57,7 @@ type Worker struct {
 	handlers  sync.WaitGroup
 	bg        sync.WaitGroup
 	slots     chan struct{} // one per job held (running or prefetched): concurrency + prefetch
-	dmu       sync.Mutex
-	idle      int           // handlers free (of concurrency), under dmu
-	queued    []*runningJob // reserved jobs waiting for a handler, in order, under dmu
+	disp      *dispatcher   // the handler places (shared by the parts of a sharded worker)
 	wake      chan struct{}
 	listenReq chan struct{}
 	finishCh  chan *finishReq
@@ -71,6 +69,27 @@ type Worker struct {
 
 	mu      sync.Mutex
 	running map[string]*runningJob
+
+	// A worker of a sharded queue runs one part per shard (shard_worker.go),
+	// each a worker of that shard sharing the slots, the handler places and
+	// the breaker's guard; nil for a worker of a queue of one shard.
+	parts []*Worker
+	part  bool // this is a part of a sharded worker
+}
+
+// dispatcher holds a worker's handler places: how many are free, and the
+// reserved jobs waiting for one, in the order they were reserved.
+type dispatcher struct {
+	mu     sync.Mutex
+	idle   int         // handlers free (of concurrency)
+	queued []queuedJob // reserved jobs waiting for a handler, in order
+}
+
+// queuedJob is a reserved job waiting for a handler, and the worker (the
+// part of a sharded worker) that holds its lease.
+type queuedJob struct {
+	w  *Worker
+	rj *runningJob
 }
 
 // NewWorker returns a worker that runs q's jobs with h under rule: rule's
@@ -125,6 +144,11 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	}
 	w.errTimeout = fmt.Errorf("%w (%s)", ErrTimeout, w.timeout)
 	w.block = blockTimeout(q.rdb)
+	if q.shards != nil {
+		if err := w.newParts(q, opts); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
 }
 

@@ -36,6 +36,27 @@ type kindArgs struct {
 
 func (a kindArgs) Kind() string { return a.kind }
 
+// ownArgs is a job the suite enqueues with EnqueueEngineRetried: its
+// worker answers River's NextRetry itself, so River retries it without
+// asking the Retrier.
+type ownArgs struct {
+	Payload []byte `json:"payload"`
+}
+
+func (ownArgs) Kind() string { return "rebound_conformance_own" }
+
+// ownDelay is how long after a failure River runs an ownArgs job again,
+// by its worker's own NextRetry.
+const ownDelay = 60 * time.Millisecond
+
+// ownWorker is a confWorker whose NextRetry does not ask the Retrier
+// (no WorkerNextRetry): River decides the retry.
+type ownWorker struct {
+	confWorker[ownArgs]
+}
+
+func (*ownWorker) NextRetry(*river.Job[ownArgs]) time.Time { return time.Now().Add(ownDelay) }
+
 // confWorker hands each attempt to the suite's handler.
 type confWorker[T river.JobArgs] struct {
 	river.WorkerDefaults[T]
@@ -76,6 +97,7 @@ func retrier(cfg conformance.Config) (*Retrier, error) {
 func workersFor(cfg conformance.Config) *river.Workers {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &confWorker[confArgs]{handler: cfg.Handler, payload: func(a confArgs) []byte { return a.Payload }})
+	river.AddWorker(workers, &ownWorker{confWorker[ownArgs]{handler: cfg.Handler, payload: func(a ownArgs) []byte { return a.Payload }}})
 	kinds := map[string]bool{}
 	for kind := range cfg.KindRules {
 		kinds[kind] = true
@@ -224,6 +246,13 @@ func (e *engine[TTx]) EnqueueKind(ctx context.Context, kind string, payload []by
 	return e.insert(ctx, kindArgs{kind: kind, Payload: payload})
 }
 
+// EnqueueEngineRetried inserts a job whose worker answers NextRetry
+// itself: River retries its failures at that time without asking the
+// Retrier.
+func (e *engine[TTx]) EnqueueEngineRetried(ctx context.Context, payload []byte) (string, error) {
+	return e.insert(ctx, ownArgs{Payload: payload})
+}
+
 func (e *engine[TTx]) insert(ctx context.Context, args river.JobArgs) (string, error) {
 	res, err := e.current().Insert(ctx, args, nil)
 	if err != nil {
@@ -302,6 +331,7 @@ var (
 	_ conformance.CancelEngine      = (*engine[pgxTx])(nil)
 	_ conformance.RestartEngine     = (*engine[pgxTx])(nil)
 	_ conformance.BookkeepingEngine = (*engine[pgxTx])(nil)
+	_ conformance.EngineDecider     = (*engine[pgxTx])(nil)
 )
 
 // riverLimits is what River with the Retrier promises, on both backends.

@@ -333,14 +333,19 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		return usageError(stderr, fs, "%s: %s; want a URL such as redis://127.0.0.1:6379/0", redisURL, redisURL.describe(err))
 	}
 	defer rdb.Close()
-	q, err := native.NewQueue(rdb, pos[0], native.WithPrefix(o.prefix))
-	if err != nil {
+	if _, err := native.NewQueue(rdb, pos[0], native.WithPrefix(o.prefix)); err != nil {
 		return usageError(stderr, fs, "%v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		fmt.Fprintf(stderr, "%s: Redis at %s does not answer: %s\n", fs.Name(), redisAddrs(rdb), redisURL.describe(err))
+		return exitFail
+	}
+	// A sharded queue is served over all its shards, as its layout says.
+	q, err := native.OpenQueue(ctx, rdb, pos[0], native.WithPrefix(o.prefix))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return exitFail
 	}
 	call.ctx, call.q, call.rdb = ctx, q, rdb
@@ -350,7 +355,7 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		return exitOK
 	case errors.Is(err, native.ErrNotFound), errors.Is(err, native.ErrWrongState),
 		errors.Is(err, native.ErrBadCursor), errors.Is(err, native.ErrCursorGone),
-		errors.Is(err, native.ErrRedriveRunning), errors.Is(err, native.ErrNoRedrive):
+		errors.Is(err, native.ErrRedriveRunning), errors.Is(err, native.ErrNoRedrive), errors.Is(err, native.ErrRedriveSharded):
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return exitUsage
 	default:

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,11 +84,35 @@ func fillQueue(t *testing.T, q *native.Queue) {
 // The queue command's output, on a miniredis whose clock the test sets
 // (the times shown are the server's): tables, JSON, and bad input.
 func TestQueueGolden(t *testing.T) {
+	golden(t, "queue.golden", queueGoldenRun(t, 1))
+}
+
+// TestQueueGoldenSharded runs the golden session on a queue of three
+// shards (NewShardedQueue): the command opens it as its layout says and
+// prints what it prints for the queue of one shard, but for the cursors,
+// whose form differs.
+func TestQueueGoldenSharded(t *testing.T) {
+	mask := func(s string) string {
+		return regexp.MustCompile(`(?m)(-cursor |"Next": ?")[A-Za-z0-9_-]+`).ReplaceAllString(s, "${1}CURSOR")
+	}
+	one, three := mask(queueGoldenRun(t, 1)), mask(queueGoldenRun(t, 3))
+	if one != three {
+		t.Errorf("the session on a queue of 3 shards differs from the one of 1 shard:\n--- 1 shard\n%s\n--- 3 shards\n%s", one, three)
+	}
+}
+
+// queueGoldenRun runs the golden session on a queue "emails" of shards
+// shards and returns its output.
+func queueGoldenRun(t *testing.T, shards int) string {
 	m := miniredis.RunT(t)
 	m.SetTime(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	rdb := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	t.Cleanup(func() { _ = rdb.Close() })
-	fillQueue(t, queueAt(t, rdb, native.DefaultPrefix))
+	q, err := native.NewShardedQueue(context.Background(), rdb, "emails", shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillQueue(t, q)
 	m.SetTime(time.Date(2026, 3, 1, 12, 1, 30, 0, time.UTC))
 
 	url := "redis://" + m.Addr()
@@ -145,7 +170,7 @@ func TestQueueGolden(t *testing.T) {
 		stdout, stderr, code := rebound(t, args...)
 		fmt.Fprintf(&b, "$ rebound %s\n%s%sexit %d\n\n", strings.Join(args, " "), stdout, stderr, code)
 	}
-	golden(t, "queue.golden", strings.ReplaceAll(b.String(), m.Addr(), "MINIREDIS"))
+	return strings.ReplaceAll(b.String(), m.Addr(), "MINIREDIS")
 }
 
 // queueCLI runs rebound queue on url and returns its output, failing the

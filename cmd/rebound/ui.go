@@ -185,19 +185,28 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 		}
 		defer rdb.Close()
 		for _, name := range o.queues {
-			q, err := native.NewQueue(rdb, name, native.WithPrefix(o.prefix))
-			if err != nil {
+			if _, err := native.NewQueue(rdb, name, native.WithPrefix(o.prefix)); err != nil {
 				return usageError(stderr, fs, "-queue %q: %v", name, err)
 			}
-			cfg.Queues = append(cfg.Queues, uiQueue{Queue: q, brk: redisstore.New(rdb, breaker.Rules{}, redisstore.Options{Prefix: o.breakerPrefix}), logf: cfg.ErrorLog.Printf})
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = rdb.Ping(pctx).Err()
-		cancel()
 		if err != nil {
+			cancel()
 			fmt.Fprintf(stderr, "rebound ui: Redis at %s does not answer: %s\n", redisAddrs(rdb), redisURL.describe(err))
 			return exitFail
 		}
+		// A sharded queue is served over all its shards, as its layout says.
+		for _, name := range o.queues {
+			q, err := native.OpenQueue(pctx, rdb, name, native.WithPrefix(o.prefix))
+			if err != nil {
+				cancel()
+				fmt.Fprintf(stderr, "rebound ui: -queue %q: %v\n", name, err)
+				return exitFail
+			}
+			cfg.Queues = append(cfg.Queues, uiQueue{Queue: q, brk: redisstore.New(rdb, breaker.Rules{}, redisstore.Options{Prefix: o.breakerPrefix}), logf: cfg.ErrorLog.Printf})
+		}
+		cancel()
 	}
 	srv, err := ui.New(cfg)
 	if err != nil {

@@ -20,6 +20,63 @@ import (
 // REBOUND_REQUIRE_SERVERS=1) when redis-server is not installed.
 func Cluster(t testing.TB) *redis.ClusterClient {
 	t.Helper()
+	cc, _ := startCluster(t, false)
+	return cc
+}
+
+// ClusterNodes are the processes of a cluster DurableCluster started.
+type ClusterNodes struct {
+	t     testing.TB
+	bin   string
+	args  [][]string
+	cmds  []*exec.Cmd
+	Addrs []string // each node's address, node i serving slots i*16384/3 to (i+1)*16384/3-1
+}
+
+// Kill kills node i with SIGKILL, as a crash would, and waits for it to
+// exit.
+func (n *ClusterNodes) Kill(i int) {
+	n.t.Helper()
+	if n.cmds[i] == nil {
+		n.t.Fatalf("node %d is not running", i)
+	}
+	_ = n.cmds[i].Process.Kill()
+	_ = n.cmds[i].Wait()
+	n.cmds[i] = nil
+}
+
+// Restart starts node i again, on its port and from its files (its
+// cluster configuration and append-only file), and waits until it answers
+// and the cluster is ok again.
+func (n *ClusterNodes) Restart(i int) {
+	n.t.Helper()
+	cmd := exec.Command(n.bin, n.args[i]...)
+	if err := cmd.Start(); err != nil {
+		n.t.Fatalf("restart cluster node %d: %v", i, err)
+	}
+	n.cmds[i] = cmd
+	c := redis.NewClient(&redis.Options{Addr: n.Addrs[i]})
+	defer c.Close()
+	ctx := context.Background()
+	waitFor(n.t, "cluster node "+n.Addrs[i]+" to answer after its restart", func() bool {
+		info, err := c.ClusterInfo(ctx).Result()
+		return err == nil && strings.Contains(info, "cluster_state:ok")
+	})
+}
+
+// DurableCluster starts a cluster as Cluster does, but one whose nodes
+// write every change to an append-only file fsynced before each reply
+// (appendfsync always), and keep serving their own slots while another
+// master is down (cluster-require-full-coverage no): a node killed with
+// Kill and restarted with Restart comes back with every write it
+// acknowledged.
+func DurableCluster(t testing.TB) (*redis.ClusterClient, *ClusterNodes) {
+	t.Helper()
+	return startCluster(t, true)
+}
+
+func startCluster(t testing.TB, durable bool) (*redis.ClusterClient, *ClusterNodes) {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		missing(t, "redis-server (to start a local cluster)", err)
@@ -27,16 +84,27 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 	ctx := context.Background()
 	addrs := make([]string, 3)
 	nodes := make([]*redis.Client, 3)
+	cn := &ClusterNodes{t: t, bin: bin, args: make([][]string, 3), cmds: make([]*exec.Cmd, 3), Addrs: addrs}
 	for i := range nodes {
 		port := clusterPort(t)
 		dir := t.TempDir()
-		cmd := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-			"--cluster-node-timeout", "2000", "--dir", dir, "--save", "", "--appendonly", "no")
+			"--cluster-node-timeout", "2000", "--dir", dir, "--save", "", "--appendonly", "no"}
+		if durable {
+			args = append(args[:len(args)-1], "yes", "--appendfsync", "always", "--cluster-require-full-coverage", "no")
+		}
+		cmd := exec.Command(bin, args...)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start cluster node: %v", err)
 		}
-		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		cn.args[i], cn.cmds[i] = args, cmd
+		t.Cleanup(func() {
+			if c := cn.cmds[i]; c != nil {
+				_ = c.Process.Kill()
+				_ = c.Wait()
+			}
+		})
 		addrs[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		nodes[i] = redis.NewClient(&redis.Options{Addr: addrs[i]})
 		t.Cleanup(func() { _ = nodes[i].Close() })
@@ -71,7 +139,7 @@ func Cluster(t testing.TB) *redis.ClusterClient {
 	waitFor(t, "the cluster client to see every master", func() bool {
 		return cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }) == nil
 	})
-	return cc
+	return cc, cn
 }
 
 // clusterPort returns a free loopback port whose cluster bus port (10000

@@ -93,6 +93,10 @@ func (s *Server) redriveStatus(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, found, err := rd.Redrive(r.Context())
+	if errors.Is(err, native.ErrRedriveSharded) {
+		writeError(w, http.StatusNotImplemented, err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusBadGateway, err.Error())
 		return
@@ -144,6 +148,9 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, native.ErrRedriveRunning), errors.Is(err, native.ErrNoRedrive):
 		writeError(w, http.StatusConflict, err.Error())
+		return
+	case errors.Is(err, native.ErrRedriveSharded):
+		writeError(w, http.StatusNotImplemented, err.Error())
 		return
 	case err != nil:
 		writeError(w, http.StatusBadGateway, err.Error())

@@ -57,7 +57,7 @@ elseif state == 'delayed' then
 elseif redis.call('LREM', KEYS[3], 1, id) == 0 then
   redis.call('LREM', KEYS[2], 1, id)
 end
-redis.call('HSET', KEYS[1], id, rec_ended(rec, bar, attempts, max, created, num(now), '0' .. tok, ARGV[2], '-'))
+redis.call('HSET', KEYS[1], id, rec_ended(rec, bar, attempts, max, created, num(now), '0' .. tok, #ARGV[2] .. ':' .. ARGV[2], '-'))
 redis.call('ZADD', KEYS[6], num(now), id)
 trim_finished(KEYS[6], KEYS[1], now, tonumber(ARGV[3]), tonumber(ARGV[4]), 1)
 if lease then

@@ -39,6 +39,9 @@ end
 -- already ended is answered from ended, as a call of its own after that
 -- one would be.
 local ended = {}
+-- packed maps an error text to its form in the record (led by its byte
+-- length): the jobs of a batch mostly fail with one text, made once.
+local packed = {}
 local done, stored, failed, retried, owed, calls = {}, {}, {}, {}, {}, {}
 for k, id in ipairs(ids) do
   local a = 8 * (k - 1) + 3
@@ -69,7 +72,7 @@ for k, id in ipairs(ids) do
     else
       local fire = fire_ms(us, tonumber(ARGV[a + 3]))
       retried[#retried + 1] = {id, fire}
-      out[k] = {1, n, num(fire)}
+      out[k] = {1, n, fire} -- an integer reply, exact below 2^53
     end
     ended[id] = token
     done[#done + 1] = id
@@ -82,7 +85,13 @@ for k, id in ipairs(ids) do
     if ARGV[a + 8] == '1' then
       ftok = ''
     end
-    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, ftok, ARGV[a + 6], ARGV[a + 7])
+    local msg = ARGV[a + 6]
+    local err = packed[msg]
+    if not err then
+      err = #msg .. ':' .. msg
+      packed[msg] = err
+    end
+    stored[#stored + 1] = rec_ended(recs[k], bar, attempts, max, created, finished, ftok, err, ARGV[a + 7])
   end
 end
 if #done == 0 then
