@@ -258,3 +258,52 @@ func ExampleQueue_FailureGroups() {
 	// step: 3 read, 2 retried
 	// retried: 2 <nil>
 }
+
+// A failure group sent back at 100 jobs a second, the oldest failure
+// first, each job with its record of the redrive.
+func ExampleQueue_StartRedrive() {
+	q, stop := exampleQueue("emails")
+	defer stop()
+	ctx := context.Background()
+	rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(time.Millisecond)), 1))
+	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
+		return errors.New(string(j.Payload))
+	})
+	if err != nil {
+		panic(err)
+	}
+	if err := w.Start(); err != nil {
+		panic(err)
+	}
+	for i, msg := range []string{"dial tcp 10.0.0.7:25: i/o timeout", `smtp: mailbox "ada@example.com" unavailable`, "dial tcp 10.0.0.8:25: i/o timeout"} {
+		if _, err := q.Enqueue(ctx, []byte(msg), native.WithID(fmt.Sprint("mail-", i))); err != nil {
+			panic(err)
+		}
+		for c, _ := q.Counts(ctx); c.Failed < int64(i+1); c, _ = q.Counts(ctx) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if err := w.Shutdown(ctx); err != nil {
+		panic(err)
+	}
+
+	group := native.GroupID(native.Fingerprint("dial tcp 10.0.0.7:25: i/o timeout"))
+	r, err := q.StartRedrive(ctx, native.RedriveOptions{Filter: native.Filter{Group: group}, Rate: 100})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := q.StartRedrive(ctx, native.RedriveOptions{Rate: 100}); errors.Is(err, native.ErrRedriveRunning) {
+		fmt.Println("a second redrive: refused")
+	}
+	st, err := r.Run(ctx)
+	fmt.Println(st.State, st.Sent, "sent of", st.Total, err)
+	waiting, _ := q.List(ctx, native.StateWaiting, native.ListOptions{OldestFirst: true})
+	for _, j := range waiting.Jobs {
+		fmt.Println(j.ID, j.Metadata[native.RedriveFilterKey])
+	}
+	// Output:
+	// a second redrive: refused
+	// done 2 sent of 2 <nil>
+	// mail-0 failed, group "d6a956c4bd9fec14"
+	// mail-2 failed, group "d6a956c4bd9fec14"
+}

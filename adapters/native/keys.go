@@ -24,6 +24,7 @@ type keys struct {
 	giveupCalls string // HASH id -> what the owed give-up call tells (lua/lib/give_up_call.lua)
 	cancelling  string // HASH id -> "<token>,<lease deadline ms>" of a running job cancelled that its worker has not yet confirmed stopping (lua/cancel.lua)
 	cancels     string // Pub/Sub channel: the token of each running job an operator cancels, so its worker learns at once
+	redrive     string // HASH the queue's redrive: its filter, rate, cursor, counts, state and lease (redrive.go)
 
 	// The KEYS of the complete, fail, release, defer and reserve scripts,
 	// built once: every outcome and every fetch sends one of them.
@@ -54,6 +55,7 @@ func newTagKeys(prefix, tag string) keys {
 		giveupCalls: base + "giveup:calls",
 		cancelling:  base + "cancelling",
 		cancels:     base + "cancels",
+		redrive:     base + "redrive",
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
 	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.giveup, k.giveupCalls}

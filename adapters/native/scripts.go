@@ -91,4 +91,11 @@ var (
 	scriptCancelAck   = script("cancel_ack")
 	scriptPause       = script("pause")
 	scriptResume      = script("resume")
+
+	// Redrives (redrive.go).
+	scriptRedriveStart  = script("redrive_start")
+	scriptRedriveStep   = script("redrive_step")
+	scriptRedriveRenew  = script("redrive_renew")
+	scriptRedriveSet    = script("redrive_set")
+	scriptRedriveResume = script("redrive_resume")
 )

@@ -42,7 +42,7 @@ func TestShardOneIsTodaysQueue(t *testing.T) {
 	pin := func(b string) keys {
 		return keys{base: b, wait: b + "wait", due: b + "due", active: b + "active", delayed: b + "delayed",
 			failed: b + "failed", completed: b + "completed", jobs: b + "jobs", marker: b + "marker", counter: b + "counter",
-			control: b + "control", giveup: b + "giveup", giveupCalls: b + "giveup:calls", cancelling: b + "cancelling", cancels: b + "cancels"}
+			control: b + "control", giveup: b + "giveup", giveupCalls: b + "giveup:calls", cancelling: b + "cancelling", cancels: b + "cancels", redrive: b + "redrive"}
 	}
 	var want keys
 	same := func(t *testing.T, what string, k keys) {

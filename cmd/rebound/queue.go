@@ -50,6 +50,10 @@ Commands:
   bulk QUEUE (retry | rm | cancel) -state S [FILTER] [-yes] [-reset]
                   count the jobs a filter picks; with -yes act on them all,
                   in bounded steps with progress
+  redrive QUEUE [FILTER] -rate R [-dependency D] [-yes]
+                  send failed jobs back oldest first at R jobs/s, holding
+                  while D's breaker is open; -status, -pause, -resume,
+                  -cancel
   pause QUEUE     workers take no jobs until resume; running jobs finish
   resume QUEUE    workers take jobs again
 
@@ -104,6 +108,8 @@ type queueCall struct {
 	yes    bool
 	most   int
 	stderr io.Writer
+	// redrive's flags.
+	rd redriveFlags
 }
 
 // filterFlags are the flags of a native.Filter.
@@ -219,6 +225,7 @@ group's ID (see groups), -from and -to a range of the time the state's
 list is ordered by (enqueued, lease deadline, fire time, finish time). A
 job that moved on between the count and the action is left alone and
 counted as skipped.`},
+		{name: "redrive", args: "QUEUE [-id P] [-name T] [-error T] [-group ID] [-from T] [-to T] -rate R [-dependency D] [-reset] [-yes] | -status | -pause | -resume | -cancel", run: (*queueCall).redrive, doc: redriveDoc},
 		{name: "pause", args: "QUEUE", run: (*queueCall).pause, doc: `
 pause stops the queue's workers from taking jobs until resume. Running jobs
 finish; enqueues go on, and retries still come due on time.`},
@@ -283,6 +290,11 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		fs.IntVar(&call.n, "n", 20, "print the `N` largest groups")
 		fs.IntVar(&call.most, "most", 0, "read at most `N` failed jobs, 0 for all of them")
 		fs.StringVar(&call.cursor, "cursor", "", "go on from the `CURSOR` an earlier groups printed")
+	case "redrive":
+		call.filter.register(fs)
+		call.rd.register(fs)
+		fs.BoolVar(&call.yes, "yes", false, "start the redrive; without it redrive only counts the jobs")
+		fs.BoolVar(&call.reset, "reset", false, "start the jobs' attempts afresh")
 	case "bulk":
 		call.filter.register(fs)
 		fs.StringVar(&call.state, "state", "", "the `STATE` of the jobs: waiting, active, delayed, completed or failed")
@@ -342,7 +354,8 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 	case err == nil:
 		return exitOK
 	case errors.Is(err, native.ErrNotFound), errors.Is(err, native.ErrWrongState),
-		errors.Is(err, native.ErrBadCursor), errors.Is(err, native.ErrCursorGone):
+		errors.Is(err, native.ErrBadCursor), errors.Is(err, native.ErrCursorGone),
+		errors.Is(err, native.ErrRedriveRunning), errors.Is(err, native.ErrNoRedrive), errors.Is(err, native.ErrRedriveSharded):
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return exitUsage
 	default:
@@ -402,6 +415,8 @@ func (c *queueCall) check(cmd string) string {
 		if _, err := c.filter.filter(st, time.Now()); err != nil {
 			return err.Error()
 		}
+	case "redrive":
+		return c.checkRedrive()
 	case "retry":
 		filter := c.name != "" || c.errPat != ""
 		switch {

@@ -20,6 +20,8 @@ import (
 
 	"github.com/rebound-go/rebound/adapters/native"
 	"github.com/rebound-go/rebound/backoff"
+	"github.com/rebound-go/rebound/breaker"
+	"github.com/rebound-go/rebound/breaker/redisstore"
 	"github.com/rebound-go/rebound/internal/ui"
 )
 
@@ -73,13 +75,15 @@ Flags:
 
 // uiOptions are ui's flags.
 type uiOptions struct {
-	addr    string
-	redis   string
-	queues  stringsFlag
-	prefix  string
-	remote  bool
-	token   string
-	refresh time.Duration
+	addr   string
+	redis  string
+	queues stringsFlag
+	prefix string
+	// breakerPrefix is the breakers' key prefix a redrive asks.
+	breakerPrefix string
+	remote        bool
+	token         string
+	refresh       time.Duration
 	// readOnly serves the page without its actions; tlsCert, tlsKey and
 	// tlsSelfSigned serve it over TLS.
 	readOnly      bool
@@ -101,6 +105,7 @@ func uiFlags() (*flag.FlagSet, *uiOptions) {
 	fs.StringVar(&o.redis, "redis", "", "Redis `URL` of the native queues to show, e.g. redis://127.0.0.1:6379/0 (default $"+envRedisURL+" when -queue is given)")
 	fs.Var(&o.queues, "queue", "`NAME` of a native queue to show (repeat for more); needs -redis")
 	fs.StringVar(&o.prefix, "prefix", native.DefaultPrefix, "key `PREFIX` of the native queues")
+	fs.StringVar(&o.breakerPrefix, "breaker-prefix", redisstore.DefaultPrefix, "key `PREFIX` of the breakers a redrive asks (as rebound breaker takes it)")
 	fs.BoolVar(&o.remote, "remote", false, "allow a non-loopback -addr; every request then needs the access token")
 	fs.StringVar(&o.token, "token", "", "access `TOKEN` for -remote, at least "+strconv.Itoa(ui.MinTokenLen)+" characters; empty generates one")
 	fs.DurationVar(&o.refresh, "refresh", time.Second, "how often the queue view refreshes its counts, at least "+ui.MinRefresh.String())
@@ -199,7 +204,7 @@ func serveUI(ctx context.Context, args []string, stdout, stderr io.Writer, ready
 				fmt.Fprintf(stderr, "rebound ui: -queue %q: %v\n", name, err)
 				return exitFail
 			}
-			cfg.Queues = append(cfg.Queues, uiQueue{q})
+			cfg.Queues = append(cfg.Queues, uiQueue{Queue: q, brk: redisstore.New(rdb, breaker.Rules{}, redisstore.Options{Prefix: o.breakerPrefix}), logf: cfg.ErrorLog.Printf})
 		}
 		cancel()
 	}

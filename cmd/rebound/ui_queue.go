@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/rebound-go/rebound/adapters/native"
+	"github.com/rebound-go/rebound/breaker"
 	"github.com/rebound-go/rebound/internal/ui"
 )
 
@@ -12,6 +14,11 @@ import (
 // Name, Counts, Job, Pause and Resume are the queue's own.
 type uiQueue struct {
 	*native.Queue
+	// brk is the breakers' store on the queue's Redis, which a redrive
+	// naming a dependency asks; logf reports a redrive driven in the
+	// background that stopped on an error.
+	brk  breaker.Store
+	logf func(format string, args ...any)
 }
 
 // Jobs lists at most limit jobs in state, in the order the page shows
@@ -68,7 +75,52 @@ func (q uiQueue) BulkAct(ctx context.Context, a native.BulkAction, f native.Filt
 	return q.BulkStep(ctx, a, f, native.BulkOptions{ScanOptions: native.ScanOptions{Cursor: cursor}, Retry: native.RetryOptions{ResetAttempts: true}})
 }
 
+// Redrive reads the queue's redrive.
+func (q uiQueue) Redrive(ctx context.Context) (native.RedriveStatus, bool, error) {
+	return q.RedriveStatus(ctx)
+}
+
+// RedriveStart starts a redrive and drives it in the background, past the
+// request: it goes on when the page goes away, and until the ui process
+// stops (then -resume, from the page or the shell, goes on). Each job
+// keeps the attempts it used, as `rebound queue redrive` without -reset.
+func (q uiQueue) RedriveStart(ctx context.Context, f native.Filter, rate float64, dep string) error {
+	r, err := q.StartRedrive(ctx, native.RedriveOptions{Filter: f, Rate: rate, Dependency: dep, Breaker: q.brk})
+	if err != nil {
+		return err
+	}
+	q.drive(r)
+	return nil
+}
+
+// RedriveControl pauses, resumes or cancels the queue's redrive; a resume
+// that takes it over drives it in the background.
+func (q uiQueue) RedriveControl(ctx context.Context, action string) error {
+	switch action {
+	case "pause":
+		return q.PauseRedrive(ctx)
+	case "cancel":
+		return q.CancelRedrive(ctx)
+	case "resume":
+		r, err := q.ResumeRedrive(ctx, native.ResumeOptions{Breaker: q.brk})
+		if err == nil && r != nil {
+			q.drive(r)
+		}
+		return err
+	}
+	return fmt.Errorf("redrive action %q is unknown, want pause, resume or cancel", action)
+}
+
+func (q uiQueue) drive(r *native.Redrive) {
+	go func() {
+		if _, err := r.Run(context.Background()); err != nil && q.logf != nil {
+			q.logf("redrive of queue %q stopped: %v", q.Name(), err)
+		}
+	}()
+}
+
 var (
+	_ ui.Redriver  = uiQueue{}
 	_ ui.Grouper   = uiQueue{}
 	_ ui.BulkActor = uiQueue{}
 	_ ui.Queue     = uiQueue{}

@@ -116,6 +116,9 @@ func (s *Server) features(q Queue) []string {
 	if _, ok := q.(BulkActor); ok {
 		f = append(f, featureBulk)
 	}
+	if _, ok := q.(Redriver); ok {
+		f = append(f, featureRedrive)
+	}
 	if s.readOnly {
 		f = slices.DeleteFunc(f, func(x string) bool { return x != featureJobs && x != featurePages && x != featureGroups })
 	}

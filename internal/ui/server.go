@@ -208,6 +208,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/groups", s.groups)
 	mux.HandleFunc("GET /api/count", s.count)
 	mux.HandleFunc("POST /api/bulk", s.bulk)
+	mux.HandleFunc("GET /api/redrive", s.redriveStatus)
+	mux.HandleFunc("POST /api/redrive", s.redrive)
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

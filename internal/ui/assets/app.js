@@ -927,11 +927,96 @@
     return true;
   }
 
+  // redrivePanel is the queue's redrive: failed jobs sent back, oldest
+  // failure first, at a rate, holding while their dependency's breaker is
+  // open. The ui's process drives it, so that it goes on when this page
+  // goes away; the panel reads its state once a second. pick(params,
+  // what) sets the filter a start sends (a group's, from its row).
+  function redrivePanel(queue, refreshLists) {
+    let params = {}, what = "all failed jobs";
+    const whatEl = h("code", { "data-redrive": "filter", text: what });
+    const rateF = h("input", { type: "number", min: "0.1", max: "10000", step: "any", value: "50", "data-redrive": "rate", "aria-label": "Rate, jobs a second" });
+    const depF = h("input", { type: "text", placeholder: "none", "data-redrive": "dependency", "aria-label": "Dependency whose breaker holds it" });
+    const status = h("p", { class: "redrive-status", "data-redrive": "status", role: "status", "aria-live": "polite", text: "No redrive yet." });
+    const bar = h("progress", { max: "1", value: "0", hidden: true });
+    const send = async (body, query = {}) => {
+      const res = await fetch("/api/redrive?" + new URLSearchParams({ queueKey: queue.key, ...query }), {
+        method: "POST", headers: { "Content-Type": "application/json", "X-Rebound-Token": TOKEN }, body: JSON.stringify(body),
+      });
+      const out = await res.json().catch(() => ({}));
+      if (!res.ok) { toast(`Redrive: ${out.error || `the server answered ${res.status}`}`); return null; }
+      draw(out);
+      return out;
+    };
+    const startBtn = h("button", { type: "button", "data-redrive": "start", text: "Start redrive", onclick: async () => {
+      const rate = Number(rateF.value);
+      if (!(rate > 0 && rate <= 10000)) { toast("Redrive: the rate is jobs a second, over 0 and at most 10000"); rateF.focus(); return; }
+      const dep = depF.value.trim();
+      const ok = await confirmAction(`Redrive ${what}?`,
+        `The ${what} go back to the wait list, the oldest failure first, at ${rate} a second${dep ? `, holding while the breaker of ${dep} is open` : ""}. Each keeps a record of this redrive in its metadata. It goes on when this page closes; pause or cancel it here or with rebound queue redrive.`,
+        "Start redrive");
+      if (ok && await send({ action: "start", rate, dependency: dep }, params)) toast(`${queue.text}: redrive started`);
+    } });
+    const ctl = (action, label, danger) => h("button", { type: "button", class: "small" + (danger ? " danger" : ""), "data-redrive": action, hidden: true, text: label,
+      onclick: async () => { if (await send({ action })) { toast(`${queue.text}: redrive ${action === "pause" ? "paused" : action === "resume" ? "resumed" : "cancelled"}`); refreshLists(); } } });
+    const pauseBtn = ctl("pause", "Pause"), resumeBtn = ctl("resume", "Resume"), cancelBtn = ctl("cancel", "Cancel", true);
+    let last = "";
+    const draw = (st) => {
+      const live = st.state === "running" || st.state === "paused";
+      pauseBtn.hidden = st.state !== "running";
+      resumeBtn.hidden = st.state !== "paused" && !(st.state === "running" && !st.live);
+      cancelBtn.hidden = !live;
+      startBtn.disabled = live;
+      if (st.none) { status.textContent = "No redrive yet."; bar.hidden = true; return; }
+      bar.hidden = false;
+      bar.max = Math.max(st.total, 1);
+      bar.value = st.total < 0 ? 0 : Math.min(st.total, st.sent + st.skipped);
+      status.dataset.state = st.state;
+      status.dataset.held = st.held ? "true" : "false";
+      const held = st.state === "running" && st.held && st.held !== "counting" ? ` Holding: ${st.held}.` : "";
+      const driver = live && !st.live ? " No process drives it (its lease ended): Resume goes on from where it stopped." : "";
+      const text = `Redrive ${st.id} (${st.filter}) at ${st.rate}/s: ${st.state}; ` +
+        (st.total < 0 ? "counting the jobs (none is sent before the count)" : `${st.sent.toLocaleString()} sent, ${st.left.toLocaleString()} left of ${st.total.toLocaleString()}`) +
+        (st.skipped ? `, ${st.skipped.toLocaleString()} skipped` : "") + `.${held}${driver}`;
+      if (text !== status.textContent) status.textContent = text;
+      if (last === "running" && st.state === "done") refreshLists();
+      last = st.state;
+    };
+    const panel = h("div", { class: "list-panel redrive-panel", "data-panel": "redrive" },
+      h("h4", { text: "Redrive: failed jobs back at a rate" }),
+      h("p", { class: "muted", text: "Oldest failure first, at the rate you set, holding while the breaker of the jobs' dependency is open; one per queue, resumable. Pick a group's Redrive to send that group." }),
+      h("div", { class: "redrive-form" },
+        h("span", {}, "Jobs: ", whatEl),
+        h("label", {}, "Rate (jobs/s) ", rateF),
+        h("label", {}, "Dependency ", depF),
+        startBtn),
+      status, bar, h("div", { class: "pager" }, pauseBtn, resumeBtn, cancelBtn));
+    const tick = async () => {
+      if (!panel.isConnected) return;
+      const res = await fetch("/api/redrive?" + new URLSearchParams({ queueKey: queue.key })).catch(() => null);
+      if (res && res.ok) draw(await res.json());
+    };
+    // Read once a second while the panel is on the page (it is put there
+    // as this returns; once it has left, the reads stop).
+    let shown = false;
+    const timer = setInterval(() => {
+      if (panel.isConnected) { shown = true; tick(); } else if (shown) clearInterval(timer);
+    }, 1000);
+    setTimeout(tick, 0);
+    panel.pick = (p, w) => {
+      params = p; what = w;
+      whatEl.textContent = w;
+      rateF.focus();
+      panel.scrollIntoView({ block: "nearest" });
+    };
+    return panel;
+  }
+
   // groupsPanel is the failed jobs grouped by their error's fingerprint:
   // it asks for the groups a bounded request at a time, merging each
   // answer in, until the whole failed set is read (or Stop), and offers
   // each group's bulk actions.
-  function groupsPanel(queue, refreshLists) {
+  function groupsPanel(queue, refreshLists, redrive) {
     const status = h("p", { class: "groups-status", role: "status" });
     const list = h("ul", { class: "grouplist", "data-list": "groups", tabindex: "-1", "aria-label": `Failure groups of ${queue.text}` });
     const box = h("div", { class: "bulk-progress", "data-bulk": "groups", role: "status", "aria-live": "polite", hidden: true });
@@ -952,6 +1037,8 @@
           },
           text: `${BULK[action].label} group`,
         })) : [];
+        if (redrive) buttons.push(h("button", { type: "button", class: "small", "data-action": "redrive", text: "Redrive group",
+          onclick: () => redrive.pick({ group: g.id }, `failed jobs of group ${g.id}: ${g.fingerprint}`) }));
         return h("li", { "data-group": g.id },
           h("span", { class: "group-count", text: g.count.toLocaleString() }),
           h("span", { class: "group-body" },
@@ -1229,7 +1316,9 @@
         lists.append(h("div", { class: "list-panel find-panel", "data-panel": "find" },
           h("h4", { text: "Find" }), form, status, found, h("div", { class: "pager" }, more),
           bulkBtns.length ? h("div", { class: "pager bulk-actions" }, bulkBtns) : null, bulkBox));
-        if (queue.features.includes("groups")) lists.append(groupsPanel(queue, () => refreshLists()));
+        const redrive = queue.features.includes("redrive") ? redrivePanel(queue, () => refreshLists()) : null;
+        if (queue.features.includes("groups")) lists.append(groupsPanel(queue, () => refreshLists(), redrive));
+        if (redrive) lists.append(redrive);
       }
     }
 
