@@ -305,3 +305,75 @@ func TestBulkCancelOfDeadWorkersJobsWaitsOneLease(t *testing.T) {
 		}
 	})
 }
+
+// A cancel published before the worker's subscription to the cancels
+// channel was live reaches it anyway: once subscribed, the worker looks
+// up its jobs in the cancelling hash. Before the fix the cancel waited for
+// the next renewal (10s here), as the CI run's loaded machine showed when
+// the subscription came up late.
+func TestCancelBeforeTheSubscriptionIsLive(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "cancel-early")
+		id, err := q.Enqueue(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gate := make(chan struct{})
+		opened := sync.OnceFunc(func() { close(gate) })
+		t.Cleanup(opened)
+		started := make(chan struct{}, 1)
+		w, err := NewWorker(q, fixedRule(t, time.Millisecond, 1), func(ctx context.Context, j *Job) error {
+			started <- struct{}{}
+			<-ctx.Done()
+			return ctx.Err()
+		}, WithLease(30*time.Second), WithConcurrency(1), WithPrefetch(0)) // its one slot taken: no reserve sees the cancel
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gated atomic.Bool
+		w.beforeCancelSubscribe = func() {
+			if gated.CompareAndSwap(false, true) {
+				<-gate
+			}
+		}
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			opened()
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = w.Shutdown(sctx)
+		})
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the job never started")
+		}
+		type result struct {
+			was  State
+			err  error
+			took time.Duration
+		}
+		done := make(chan result, 1)
+		go func() {
+			s := time.Now()
+			was, err := q.Cancel(ctx, id)
+			done <- result{was, err, time.Since(s)}
+		}()
+		time.Sleep(200 * time.Millisecond) // the cancel is published to no one
+		opened()
+		select {
+		case r := <-done:
+			if r.err != nil || r.was != StateActive {
+				t.Fatalf("Cancel = %v, %v; want active, nil", r.was, r.err)
+			}
+			if r.took > 5*time.Second {
+				t.Errorf("Cancel took %s, want the worker's confirmation once it subscribed, well before its renewal (10s)", r.took)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("Cancel did not return in 20s")
+		}
+	})
+}

@@ -3,6 +3,7 @@ package native
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -165,6 +166,9 @@ func (w *Worker) cancelListen() {
 			mu.Unlock()
 			return
 		}
+		if w.beforeCancelSubscribe != nil {
+			w.beforeCancelSubscribe()
+		}
 		s := w.q.rdb.Subscribe(ctx, w.q.keys.cancels)
 		sub = s
 		mu.Unlock()
@@ -182,23 +186,76 @@ func (w *Worker) cancelListen() {
 }
 
 // listenCancels handles the messages of sub until it fails (or is closed),
-// and reports whether any came.
+// and reports whether any came. Each confirmation that sub is subscribed
+// (the first, and go-redis's own after a reconnect) is followed by a look
+// at the cancelling hash for the jobs this worker runs: a cancel published
+// before the subscription was live reached no one, and its job would
+// otherwise wait for the next renewal (a Cancel against a worker whose
+// subscription came up late under load took the whole 10s).
 func (w *Worker) listenCancels(ctx context.Context, sub *redis.PubSub) bool {
 	got := false
 	for {
-		msg, err := sub.ReceiveMessage(ctx)
+		m, err := sub.Receive(ctx)
 		if err != nil {
 			return got
 		}
-		got = true
-		w.mu.Lock()
-		rj := w.running[msg.Payload]
-		w.mu.Unlock()
-		if rj == nil || rj.lost.Load() {
+		switch m := m.(type) {
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				w.catchUpCancels()
+			}
+		case *redis.Message:
+			got = true
+			w.mu.Lock()
+			rj := w.running[m.Payload]
+			w.mu.Unlock()
+			w.stopCancelled(rj)
+		}
+	}
+}
+
+// stopCancelled renews rj, a job an operator may have cancelled, so that
+// the renewal's answer stops it (the held job dropped, or the handler's
+// context cancelled) and confirms the cancel.
+func (w *Worker) stopCancelled(rj *runningJob) {
+	if rj == nil || rj.lost.Load() {
+		return
+	}
+	if code, sent, err := w.renewOne(rj); err == nil {
+		w.renewed(rj, code, sent)
+	}
+}
+
+// catchUpCancels reads the cancelling hash for every job the worker runs
+// or holds (one HMGET) and stops those cancelled under the reservation it
+// holds. An error leaves them to the renewals, as before.
+func (w *Worker) catchUpCancels() {
+	w.mu.Lock()
+	jobs := make([]*runningJob, 0, len(w.running))
+	for _, rj := range w.running {
+		jobs = append(jobs, rj)
+	}
+	w.mu.Unlock()
+	if len(jobs) == 0 {
+		return
+	}
+	ids := make([]string, len(jobs))
+	for i, rj := range jobs {
+		ids[i] = rj.id
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	vals, err := w.q.rdb.HMGet(ctx, w.q.keys.cancelling, ids...).Result()
+	if err != nil {
+		return
+	}
+	for i, v := range vals {
+		entry, ok := v.(string)
+		if !ok {
 			continue
 		}
-		if code, sent, err := w.renewOne(rj); err == nil {
-			w.renewed(rj, code, sent)
+		if tok, _, _ := strings.Cut(entry, ","); tok == jobs[i].token {
+			w.stopCancelled(jobs[i])
 		}
 	}
 }

@@ -38,13 +38,16 @@ type Worker struct {
 	notify      notify.Notifier // the observer and error handler, told the same way on every adapter
 	reconnect   backoff.Policy
 	shutdown    time.Duration
-	key         func(*Job) backoff.Source
-	fallback    time.Duration
-	timeout     time.Duration
-	errTimeout  error            // ErrTimeout with the timeout, the error of a timed-out attempt
-	now         func() time.Time // the clock an attempt's deadline is checked on (time.Now; tests move it)
-	brk         guard.Config     // WithBreaker's store and WithDependency's bindings
-	guard       *guard.Guard     // built from brk; nil guards nothing
+	// beforeCancelSubscribe, when set (by tests), runs before each
+	// subscription to the cancels channel is made.
+	beforeCancelSubscribe func()
+	key                   func(*Job) backoff.Source
+	fallback              time.Duration
+	timeout               time.Duration
+	errTimeout            error            // ErrTimeout with the timeout, the error of a timed-out attempt
+	now                   func() time.Time // the clock an attempt's deadline is checked on (time.Now; tests move it)
+	brk                   guard.Config     // WithBreaker's store and WithDependency's bindings
+	guard                 *guard.Guard     // built from brk; nil guards nothing
 
 	startOnce sync.Once
 	stopOnce  sync.Once
