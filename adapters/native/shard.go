@@ -135,8 +135,8 @@ func NewShardedQueue(ctx context.Context, rdb redis.UniversalClient, name string
 			return nil, fmt.Errorf("native: NewShardedQueue %q: %w", name, err)
 		}
 		if held := c.Waiting + c.Active + c.Delayed + c.Completed + c.Failed; held > 0 {
-			return nil, fmt.Errorf("native: NewShardedQueue %q: the queue already holds %d jobs as a queue of one shard, want an unused queue name to spread over %d shards (moving a queue in use to shards is not supported yet)",
-				name, held, shards)
+			return nil, fmt.Errorf("native: NewShardedQueue %q: the queue already holds %d jobs as a queue of one shard, want an unused queue name to spread over %d shards: %s",
+				name, held, shards, drainHint(shards))
 		}
 		tags, err := chooseTags(ctx, rdb, escapeTag(name), shards)
 		if err != nil {
@@ -156,8 +156,8 @@ func NewShardedQueue(ctx context.Context, rdb redis.UniversalClient, name string
 		}
 	}
 	if len(stored.Shards) != shards {
-		return nil, fmt.Errorf("native: NewShardedQueue %q: the queue has %d shards (its layout at %q), not %d; open it with OpenQueue, or ask for %d",
-			name, len(stored.Shards), lk, shards, len(stored.Shards))
+		return nil, fmt.Errorf("native: NewShardedQueue %q: the queue has %d shards (its layout at %q), not %d; open it with OpenQueue, or ask for %d, or %s",
+			name, len(stored.Shards), lk, shards, len(stored.Shards), drainHint(shards))
 	}
 	return base.withLayout(stored)
 }
@@ -182,6 +182,14 @@ func OpenQueue(ctx context.Context, rdb redis.UniversalClient, name string, opts
 		return base, nil
 	}
 	return base.withLayout(stored)
+}
+
+// drainHint says how to give a queue in use a count of shards other than
+// its own, the way that works while a live change of N is not built
+// (docs/native.md, "Changing N").
+func drainHint(shards int) string {
+	return fmt.Sprintf("the count of a queue in use does not change in place; drain it instead (docs/native.md, \"Changing N\"): "+
+		"create a queue under a new name with NewShardedQueue(ctx, rdb, name, %d), point the producers at it, and keep workers on this queue until its Counts are zero", shards)
 }
 
 // readLayout reads the layout at key: nil when there is none.
