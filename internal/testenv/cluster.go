@@ -5,6 +5,7 @@ import (
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,6 +127,21 @@ func startCluster(t testing.TB, durable bool) (*redis.ClusterClient, *ClusterNod
 			info, err := n.ClusterInfo(ctx).Result()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, "cluster_known_nodes:3") {
 				return false
+			}
+		}
+		// And every node's slot map names each range's master by the
+		// address it listens on: right after the meet, under load, a node
+		// can report the cluster ok while its map still lacks a master's
+		// address (a test reading the map then found no node for a slot).
+		for _, n := range nodes {
+			slots, err := n.ClusterSlots(ctx).Result()
+			if err != nil || len(slots) != len(nodes) {
+				return false
+			}
+			for _, sl := range slots {
+				if len(sl.Nodes) == 0 || !slices.Contains(addrs, sl.Nodes[0].Addr) {
+					return false
+				}
 			}
 		}
 		return true
