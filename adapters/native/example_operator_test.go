@@ -217,9 +217,11 @@ func ExampleQueue_FailureGroups() {
 	defer stop()
 	ctx := context.Background()
 	rule := backoff.Must(backoff.NewRule(backoff.Must(backoff.Fixed(time.Millisecond)), 1))
+	// One handler, so the jobs fail in the order they were enqueued, and
+	// the failed set (latest failure first) reads the same every run.
 	w, err := native.NewWorker(q, rule, func(_ context.Context, j *native.Job) error {
 		return errors.New(string(j.Payload))
-	})
+	}, native.WithConcurrency(1))
 	if err != nil {
 		panic(err)
 	}
