@@ -134,12 +134,18 @@ func startCluster(t testing.TB, durable bool) (*redis.ClusterClient, *ClusterNod
 		// can report the cluster ok while its map still lacks a master's
 		// address (a test reading the map then found no node for a slot).
 		for _, n := range nodes {
-			slots, err := n.ClusterSlots(ctx).Result()
-			if err != nil || len(slots) != len(nodes) {
+			shards, err := n.ClusterShards(ctx).Result()
+			if err != nil || len(shards) != len(nodes) {
 				return false
 			}
-			for _, sl := range slots {
-				if len(sl.Nodes) == 0 || !slices.Contains(addrs, sl.Nodes[0].Addr) {
+			for _, sh := range shards {
+				named := false
+				for _, m := range sh.Nodes {
+					if m.Role == "master" && len(sh.Slots) > 0 && slices.Contains(addrs, net.JoinHostPort(m.IP, strconv.FormatInt(m.Port, 10))) {
+						named = true
+					}
+				}
+				if !named {
 					return false
 				}
 			}
