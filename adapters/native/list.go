@@ -70,23 +70,12 @@ func (q *Queue) List(ctx context.Context, state State, opts ListOptions) (Page, 
 	if q.shards != nil {
 		return q.listShards(ctx, state, opts)
 	}
-	limit := opts.Limit
-	if limit == 0 {
-		limit = DefaultPageSize
-	}
-	if limit < 1 || limit > MaxPageSize {
-		return Page{}, fmt.Errorf("native: List: Limit %d is out of range, want 1..%d (0 for %d)", opts.Limit, MaxPageSize, DefaultPageSize)
-	}
-	if state < StateWaiting || state > StateFailed {
-		return Page{}, fmt.Errorf("native: List: %v is not a state, want StateWaiting, StateActive, StateDelayed, StateCompleted or StateFailed", state)
-	}
-	order := "desc"
-	if opts.OldestFirst {
-		order = "asc"
+	limit, order, err := listArgs(state, opts)
+	if err != nil {
+		return Page{}, err
 	}
 	var at, after string
 	if opts.Cursor != "" {
-		var err error
 		if at, after, err = decodeCursor(opts.Cursor, state, order); err != nil {
 			return Page{}, err
 		}
@@ -197,4 +186,24 @@ func orderName(order string) string {
 		return "oldest first"
 	}
 	return "newest first"
+}
+
+// listArgs checks a List call's state and options and returns its page
+// size and its sorted-set order ("desc", latest first, or "asc"): one
+// check for a queue of one shard and a sharded one.
+func listArgs(state State, opts ListOptions) (limit int, order string, err error) {
+	limit = opts.Limit
+	if limit == 0 {
+		limit = DefaultPageSize
+	}
+	if limit < 1 || limit > MaxPageSize {
+		return 0, "", fmt.Errorf("native: List: Limit %d is out of range, want 1..%d (0 for %d)", opts.Limit, MaxPageSize, DefaultPageSize)
+	}
+	if state < StateWaiting || state > StateFailed {
+		return 0, "", fmt.Errorf("native: List: %v is not a state, want StateWaiting, StateActive, StateDelayed, StateCompleted or StateFailed", state)
+	}
+	if opts.OldestFirst {
+		return limit, "asc", nil
+	}
+	return limit, "desc", nil
 }

@@ -177,19 +177,9 @@ func decodeScanCursor(c string, n int) (int, string, error) {
 // time of the state's sorted set, ties broken by shard; waiting jobs due
 // ones first, then the shards' pages taken in turn), cut at the limit.
 func (q *Queue) listShards(ctx context.Context, state State, opts ListOptions) (Page, error) {
-	limit := opts.Limit
-	if limit == 0 {
-		limit = DefaultPageSize
-	}
-	if limit < 1 || limit > MaxPageSize {
-		return Page{}, fmt.Errorf("native: List: Limit %d is out of range, want 1..%d (0 for %d)", opts.Limit, MaxPageSize, DefaultPageSize)
-	}
-	if state < StateWaiting || state > StateFailed {
-		return Page{}, fmt.Errorf("native: List: %v is not a state, want StateWaiting, StateActive, StateDelayed, StateCompleted or StateFailed", state)
-	}
-	order := "desc"
-	if opts.OldestFirst {
-		order = "asc"
+	limit, order, err := listArgs(state, opts)
+	if err != nil {
+		return Page{}, err
 	}
 	subs, err := decodeShardsCursor(opts.Cursor, len(q.shards))
 	if err != nil {
