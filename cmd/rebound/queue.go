@@ -765,6 +765,22 @@ type bulkOut struct {
 	Skipped int    `json:"skipped,omitempty"` // picked, but moved on before the action
 }
 
+// countMatching counts the jobs f picks, in CountMatching's bounded steps.
+func (c *queueCall) countMatching(f native.Filter) (native.ScanProgress, error) {
+	var count native.ScanProgress
+	for cursor := ""; ; {
+		p, err := c.q.CountMatching(c.ctx, f, native.ScanOptions{Cursor: cursor})
+		if err != nil {
+			return count, fmt.Errorf("%w (counting, after %d jobs read)", err, count.Scanned)
+		}
+		count.Scanned += p.Scanned
+		count.Matched += p.Matched
+		if cursor = p.Next; cursor == "" {
+			return count, nil
+		}
+	}
+}
+
 func (c *queueCall) bulk() error {
 	a := bulkActions[c.id]
 	st, _ := ui.ParseState(c.state)
@@ -773,17 +789,9 @@ func (c *queueCall) bulk() error {
 		return err
 	}
 	// The count first, in bounded steps.
-	var count native.ScanProgress
-	for cursor := ""; ; {
-		p, err := c.q.CountMatching(c.ctx, f, native.ScanOptions{Cursor: cursor})
-		if err != nil {
-			return fmt.Errorf("%w (counting, after %d jobs read)", err, count.Scanned)
-		}
-		count.Scanned += p.Scanned
-		count.Matched += p.Matched
-		if cursor = p.Next; cursor == "" {
-			break
-		}
+	count, err := c.countMatching(f)
+	if err != nil {
+		return err
 	}
 	what := c.filter.describe(st)
 	verb := map[native.BulkAction]string{native.BulkRetry: "retried", native.BulkDelete: "deleted", native.BulkCancel: "cancelled"}[a]

@@ -127,17 +127,9 @@ func (c *queueCall) redrive() error {
 	}
 	what := c.filter.describe(native.StateFailed)
 	if !c.yes {
-		var count native.ScanProgress
-		for cursor := ""; ; {
-			p, err := c.q.CountMatching(c.ctx, f, native.ScanOptions{Cursor: cursor})
-			if err != nil {
-				return fmt.Errorf("%w (counting, after %d jobs read)", err, count.Scanned)
-			}
-			count.Scanned += p.Scanned
-			count.Matched += p.Matched
-			if cursor = p.Next; cursor == "" {
-				break
-			}
+		count, err := c.countMatching(f)
+		if err != nil {
+			return err
 		}
 		if c.o.json {
 			return c.out(struct {
