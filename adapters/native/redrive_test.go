@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -591,4 +592,33 @@ func TestRedriveScale(t *testing.T) {
 		}
 	}
 	t.Logf("%d jobs at %.0f/s in %s: per 1s window (%d windows) %.0f..%.0f jobs, %d outside 5%% unexplained, witness max lag %s", n, rate, finish.Sub(begin).Round(time.Millisecond), windows, lo, hi, outside, wit.Max())
+}
+
+// Hostile rates: NaN, the infinities and negatives are refused; a rate so
+// small that one job's interval is past the largest Duration (1e-300/s)
+// sends nothing, rather than taking the overflowed interval for none.
+func TestRedriveHostileRates(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		q := newQueue(t, rdb, prefix, "redrive-hostile", WithFailedRetention(time.Hour, 1000))
+		seedFailed(t, q, 3, "boom")
+		for _, rate := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, -math.SmallestNonzeroFloat64, math.MaxFloat64} {
+			if _, err := q.StartRedrive(ctx, RedriveOptions{Rate: rate}); err == nil {
+				t.Errorf("StartRedrive(Rate %v) = nil error, want the rate refused", rate)
+			}
+		}
+		r, err := q.StartRedrive(ctx, RedriveOptions{Rate: 1e-300})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		st, _ := r.Run(rctx)
+		if st.Sent != 0 {
+			t.Errorf("a redrive at 1e-300 jobs/s sent %d jobs in 500ms, want none", st.Sent)
+		}
+		if c, err := q.Counts(ctx); err != nil || c.Failed != 3 {
+			t.Errorf("Counts = %+v, %v; want the 3 jobs still failed", c, err)
+		}
+	})
 }
