@@ -75,8 +75,16 @@ func partTags(w *Worker) []string {
 // layout's shard, FinishReshard refuses while a dropped shard holds
 // unfinished jobs, and the worker serves the new shards and stops serving
 // the dropped one.
-func TestReshardLive(t *testing.T) {
-	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+func TestReshardLive(t *testing.T) { eachBackend(t, reshardLive) }
+
+// TestReshardLiveCluster is TestReshardLive on a three-master Cluster,
+// where the shards a change adds land on other masters than shard 0.
+func TestReshardLiveCluster(t *testing.T) {
+	runCluster(t, []backendTest{{"live", reshardLive}}, "rbt-reshard")
+}
+
+func reshardLive(t *testing.T, rdb redis.UniversalClient, prefix string) {
+	{
 		ctx := context.Background()
 		open := func() *Queue {
 			q, err := OpenQueue(ctx, rdb, "live", WithPrefix(prefix))
@@ -211,7 +219,7 @@ func TestReshardLive(t *testing.T) {
 		if err != nil || c.Waiting+c.Active+c.Delayed+c.Failed != 0 {
 			t.Errorf("counts after the changes: %+v, %v, want nothing unfinished", c, err)
 		}
-	})
+	}
 }
 
 // waitFor polls cond for up to 10 s.
