@@ -30,8 +30,12 @@ type RetryOptions struct {
 // cancelled job runs again. (asynq calls this running an archived task;
 // River, BullMQ and Sidekiq retrying a job.)
 func (q *Queue) Retry(ctx context.Context, id string, o RetryOptions) error {
-	if q.shards != nil {
-		return q.shardFor(id).Retry(ctx, id, o)
+	if _, ok := q.fan(); ok {
+		s, err := q.holder(ctx, id)
+		if err != nil {
+			return err
+		}
+		return s.Retry(ctx, id, o)
 	}
 	s, keys, args := q.call(BulkRetry, id, o)
 	res, err := q.act(ctx, s, "retry", id, keys, args...)
@@ -97,7 +101,7 @@ var (
 // between steps, RetryFailed returns what it sent so far with ctx's
 // error.
 func (q *Queue) RetryFailed(ctx context.Context, f FailedFilter, o RetryOptions) (int, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.retryFailedShards(ctx, f, o)
 	}
 	for _, p := range []struct{ field, glob string }{{"Name", f.Name}, {"Error", f.Error}} {
@@ -170,8 +174,12 @@ func checkGlob(p string) error {
 // starts after Delete returned. When ctx ends first, nothing is deleted and
 // the error matches [ErrCancelUnconfirmed].
 func (q *Queue) Delete(ctx context.Context, id string) (State, error) {
-	if q.shards != nil {
-		return q.shardFor(id).Delete(ctx, id)
+	if _, ok := q.fan(); ok {
+		s, err := q.holder(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		return s.Delete(ctx, id)
 	}
 	for {
 		s, keys, args := q.call(BulkDelete, id, RetryOptions{})
@@ -199,8 +207,12 @@ func (q *Queue) Delete(ctx context.Context, id string) (State, error) {
 // an idle worker is woken. Its attempts do not change. (BullMQ calls this
 // promoting a job; asynq running a scheduled task.)
 func (q *Queue) RunNow(ctx context.Context, id string) error {
-	if q.shards != nil {
-		return q.shardFor(id).RunNow(ctx, id)
+	if _, ok := q.fan(); ok {
+		s, err := q.holder(ctx, id)
+		if err != nil {
+			return err
+		}
+		return s.RunNow(ctx, id)
 	}
 	k := q.keys
 	res, err := q.act(ctx, scriptRunNow, "run now", id, []string{k.jobs, k.due, k.marker, k.active, k.delayed, k.failed, k.completed}, id)
@@ -253,8 +265,12 @@ func (q *Queue) RunNow(ctx context.Context, id string) error {
 // A completed or failed job is not cancelled (a [*StateError]). A
 // cancelled job runs again only if an operator retries it ([Queue.Retry]).
 func (q *Queue) Cancel(ctx context.Context, id string) (State, error) {
-	if q.shards != nil {
-		return q.shardFor(id).Cancel(ctx, id)
+	if _, ok := q.fan(); ok {
+		s, err := q.holder(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		return s.Cancel(ctx, id)
 	}
 	s, keys, args := q.call(BulkCancel, id, RetryOptions{})
 	res, err := q.act(ctx, s, "cancel", id, keys, args...)

@@ -65,7 +65,7 @@ func TestConformanceShardedCluster(t *testing.T) {
 		}
 		checked++
 		on := map[string]bool{}
-		for _, s := range q.shards {
+		for _, s := range q.parts() {
 			k := s.keys
 			slot := cc.ClusterKeySlot(ctx, k.wait).Val()
 			if int64(keySlot(s.tag)) != slot {

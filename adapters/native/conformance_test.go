@@ -252,8 +252,14 @@ func (e *engine) Restart(ctx context.Context) error {
 func (e *engine) Reclaim(ctx context.Context, id string) error {
 	w := e.worker()
 	q := e.q.shardFor(id) // the job's shard, and its part of the worker
-	if w.parts != nil {
-		w = w.parts[q.shard]
+	if ps := w.parts; ps != nil {
+		ps.mu.Lock()
+		for _, p := range ps.list {
+			if p.q.tag == q.tag {
+				w = p
+			}
+		}
+		ps.mu.Unlock()
 	}
 	stored := func() (record, error) {
 		s, err := e.rdb.HGet(ctx, q.keys.jobs, id).Result()
@@ -301,7 +307,13 @@ func (e *engine) Cancel(ctx context.Context, id string) error {
 func (e *engine) Pending() int {
 	w := e.worker()
 	n := 0
-	for _, p := range append([]*Worker{w}, w.parts...) {
+	ws := []*Worker{w}
+	if w.parts != nil {
+		w.parts.mu.Lock()
+		ws = append(ws, w.parts.list...)
+		w.parts.mu.Unlock()
+	}
+	for _, p := range ws {
 		p.mu.Lock()
 		n += len(p.running)
 		p.mu.Unlock()

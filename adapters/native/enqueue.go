@@ -116,7 +116,7 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 	if err != nil {
 		return "", err
 	}
-	code, err := q.shardFor(j.id).enqueueGrouped(ctx, j)
+	code, err := q.enqueueOne(ctx, j)
 	if err != nil {
 		return "", err
 	}
@@ -124,6 +124,35 @@ func (q *Queue) Enqueue(ctx context.Context, payload []byte, opts ...EnqueueOpti
 		return "", q.exists(j.id)
 	}
 	return j.id, nil
+}
+
+// enqueueOne stores j on its shard and returns the script's code (0: the
+// ID is taken). A shard that refuses the queue's layout as stale (a change
+// of N) stored nothing: the queue reads the layout again and sends j where
+// the new layout puts it.
+func (q *Queue) enqueueOne(ctx context.Context, j preparedJob) (int64, error) {
+	if q.lay == nil {
+		return q.enqueueGrouped(ctx, j)
+	}
+	v := q.view()
+	for round := 0; ; round++ {
+		s := v.cur[shardIndex(j.id, len(v.cur))]
+		res := make([]EnqueueResult, 1)
+		kept, _, err := s.dedupeAcross(ctx, v, []preparedJob{j}, []int{0}, res)
+		if err != nil {
+			return 0, err
+		}
+		if len(kept) == 0 {
+			return 0, nil // the previous layout's shard holds the ID
+		}
+		code, err := s.enqueueGrouped(ctx, j)
+		if !isStale(err) || round == staleRetries {
+			return code, err
+		}
+		if v, err = q.reload(ctx); err != nil {
+			return 0, err
+		}
+	}
 }
 
 // A preparedJob is one job to enqueue, checked and ready for the enqueue

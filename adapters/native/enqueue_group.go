@@ -259,7 +259,13 @@ func (q *Queue) store(ctx context.Context, calls []*groupCall) ([]int64, error) 
 		var code int64
 		var err error
 		if j.delayUs > 0 {
-			code, err = scriptEnqueueDelayed.Run(ctx, q.rdb, []string{k.jobs, k.delayed, k.marker}, j.args()...).Int64()
+			keys, args := []string{k.jobs, k.delayed, k.marker}, j.args()
+			if q.fenced {
+				keys, args = append(keys, k.epoch), append(args, q.epoch)
+			}
+			code, err = scriptEnqueueDelayed.Run(ctx, q.rdb, keys, args...).Int64()
+		} else if q.fenced {
+			code, err = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker, k.epoch}, j.id, j.payload, j.maxAttempts, j.texts(), q.epoch).Int64()
 		} else {
 			code, err = scriptEnqueue.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.marker}, j.id, j.payload, j.maxAttempts, j.texts()).Int64()
 		}
@@ -268,11 +274,11 @@ func (q *Queue) store(ctx context.Context, calls []*groupCall) ([]int64, error) 
 		}
 		return []int64{code}, nil
 	}
-	args := make([]any, 0, len(calls)*argCount)
+	keys, args := q.manyCall(len(calls))
 	for _, c := range calls {
 		args = c.job.appendArgs(args)
 	}
-	codes, err := scriptEnqueueMany.Run(ctx, q.rdb, []string{k.jobs, k.wait, k.delayed, k.marker}, args...).Int64Slice()
+	codes, err := scriptEnqueueMany.Run(ctx, q.rdb, keys, args...).Int64Slice()
 	if err == nil && len(codes) != len(calls) {
 		err = fmt.Errorf("enqueue_many returned %d codes for %d jobs, want one per job", len(codes), len(calls))
 	}
@@ -280,4 +286,14 @@ func (q *Queue) store(ctx context.Context, calls []*groupCall) ([]int64, error) 
 		return nil, fmt.Errorf("native: enqueue on queue %q (a script call of %d jobs): %w", q.name, len(calls), err)
 	}
 	return codes, nil
+}
+
+// manyCall returns the KEYS of an enqueue_many call of q and the start of
+// its ARGV, room made for n jobs: a shard's calls carry its layout epoch.
+func (q *Queue) manyCall(n int) ([]string, []any) {
+	k := q.keys
+	if q.fenced {
+		return []string{k.jobs, k.wait, k.delayed, k.marker, k.epoch}, append(make([]any, 0, 1+n*argCount), q.epoch)
+	}
+	return []string{k.jobs, k.wait, k.delayed, k.marker}, make([]any, 0, n*argCount)
 }

@@ -76,7 +76,7 @@ func (q *Queue) EnqueueMany(ctx context.Context, jobs []EnqueueParams) ([]Enqueu
 	for i, j := range prepared {
 		results[i].ID = j.id
 	}
-	if q.shards != nil {
+	if q.lay != nil {
 		return results, q.enqueueManyShards(ctx, prepared, results)
 	}
 	return results, q.storeMany(ctx, prepared, nil, results)
@@ -94,8 +94,6 @@ func (q *Queue) storeMany(ctx context.Context, prepared []preparedJob, at []int,
 		}
 		return at[i]
 	}
-	k := q.keys
-	keys := []string{k.jobs, k.wait, k.delayed, k.marker}
 	for start := 0; start < len(prepared); {
 		end, size := start, 0
 		for end < len(prepared) && end-start < manyChunk && (end == start || size+prepared[end].size() <= manyChunkBytes) {
@@ -103,7 +101,7 @@ func (q *Queue) storeMany(ctx context.Context, prepared []preparedJob, at []int,
 			end++
 		}
 		chunk := prepared[start:end]
-		args := make([]any, 0, len(chunk)*argCount)
+		keys, args := q.manyCall(len(chunk))
 		for i := range chunk {
 			args = chunk[i].appendArgs(args)
 		}

@@ -261,7 +261,7 @@ func (q *Queue) scan(ctx context.Context, f Filter, o ScanOptions, what string,
 // until it is "" for the count of the whole state; the count is of jobs
 // as each page found them, not of one instant.
 func (q *Queue) CountMatching(ctx context.Context, f Filter, o ScanOptions) (ScanProgress, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.scanShards(ctx, f, o, "CountMatching", func(s *Queue, o ScanOptions) (ScanProgress, error) { return s.CountMatching(ctx, f, o) })
 	}
 	return q.scan(ctx, f, o, "CountMatching", nil)
@@ -299,7 +299,7 @@ type GroupPage struct {
 // failure first) after o.Cursor. Go on from Next, merging each answer
 // into the last with [GroupPage.Merge], to group the whole failed set.
 func (q *Queue) FailureGroups(ctx context.Context, f Filter, o ScanOptions) (GroupPage, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.failureGroupsShards(ctx, f, o)
 	}
 	if f.State == 0 {
@@ -465,7 +465,7 @@ type BulkProgress struct {
 // An action that does not apply to f.State ([BulkAction.Applies]) is an
 // error, and nothing is read.
 func (q *Queue) BulkStep(ctx context.Context, a BulkAction, f Filter, o BulkOptions) (BulkProgress, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.bulkStepShards(ctx, a, f, o)
 	}
 	what := "BulkStep " + a.String()

@@ -86,8 +86,12 @@ type StoredJob struct {
 // Job returns the stored state of the job with the given ID, read in one
 // transaction, or an error wrapping [ErrNotFound].
 func (q *Queue) Job(ctx context.Context, id string) (StoredJob, error) {
-	if q.shards != nil {
-		return q.shardFor(id).Job(ctx, id)
+	if _, ok := q.fan(); ok {
+		s, err := q.holder(ctx, id)
+		if err != nil {
+			return StoredJob{}, err
+		}
+		return s.Job(ctx, id)
 	}
 	k := q.keys
 	var (
@@ -167,7 +171,7 @@ type Counts struct {
 // it is paused, read in one transaction. Completed and Failed count the
 // jobs still within their retention.
 func (q *Queue) Counts(ctx context.Context) (Counts, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.countShards(ctx)
 	}
 	k := q.keys
@@ -195,7 +199,7 @@ func (q *Queue) Counts(ctx context.Context) (Counts, error) {
 // moved. Workers do this on every fetch; Promote
 // is for tools and tests that want the sweep without a worker.
 func (q *Queue) Promote(ctx context.Context) (int, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.promoteShards(ctx)
 	}
 	k := q.keys

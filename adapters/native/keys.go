@@ -25,6 +25,7 @@ type keys struct {
 	cancelling  string // HASH id -> "<token>,<lease deadline ms>" of a running job cancelled that its worker has not yet confirmed stopping (lua/cancel.lua)
 	cancels     string // Pub/Sub channel: the token of each running job an operator cancels, so its worker learns at once
 	redrive     string // HASH the queue's redrive: its filter, rate, cursor, counts, state and lease (redrive.go)
+	epoch       string // STRING the newest layout epoch a producer of this shard has held (lua/lib/fence.lua); kept for good
 
 	// The KEYS of the complete, fail, release, defer and reserve scripts,
 	// built once: every outcome and every fetch sends one of them.
@@ -56,6 +57,7 @@ func newTagKeys(prefix, tag string) keys {
 		cancelling:  base + "cancelling",
 		cancels:     base + "cancels",
 		redrive:     base + "redrive",
+		epoch:       base + "epoch",
 	}
 	k.completeKeys = []string{k.jobs, k.active, k.completed}
 	k.failKeys = []string{k.jobs, k.active, k.delayed, k.failed, k.marker, k.giveup, k.giveupCalls}

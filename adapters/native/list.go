@@ -67,7 +67,7 @@ type Page struct {
 // List did not return for this state and order ([ErrBadCursor]) is an
 // error.
 func (q *Queue) List(ctx context.Context, state State, opts ListOptions) (Page, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.listShards(ctx, state, opts)
 	}
 	limit, order, err := listArgs(state, opts)

@@ -15,7 +15,7 @@ import (
 // is the queue's state in Redis, so it holds for every worker, and for
 // workers started later, until resumed.
 func (q *Queue) Pause(ctx context.Context) error {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.eachShard(ctx, (*Queue).Pause)
 	}
 	if err := scriptPause.Run(ctx, q.rdb, []string{q.keys.control}).Err(); err != nil {
@@ -28,7 +28,7 @@ func (q *Queue) Pause(ctx context.Context) error {
 // wakes an idle one if jobs are waiting (it passes the wake-up on while
 // more are). Resuming a queue that is not paused changes nothing.
 func (q *Queue) Resume(ctx context.Context) error {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.eachShard(ctx, (*Queue).Resume)
 	}
 	k := q.keys
@@ -41,7 +41,7 @@ func (q *Queue) Resume(ctx context.Context) error {
 // Paused reports whether the queue is paused ([Queue.Pause]). [Counts]
 // reports it too, with the counts.
 func (q *Queue) Paused(ctx context.Context) (bool, error) {
-	if q.shards != nil {
+	if _, ok := q.fan(); ok {
 		return q.pausedShards(ctx)
 	}
 	paused, err := q.rdb.HExists(ctx, q.keys.control, "paused").Result()

@@ -32,12 +32,16 @@ type Queue struct {
 	failMost   int
 	group      enqueueGroup // Enqueue's group commit (enqueue_group.go)
 
-	// A sharded queue (shard.go) holds its sub-queues in shards, nil for a
-	// queue of one shard; a sub-queue knows its index and every queue its
-	// hash tag.
-	shards []*Queue
+	// A queue opened by its layout (OpenQueue, NewShardedQueue; shard.go)
+	// holds the handle to it in lay, which the queue's shards hold in
+	// their views; nil for a queue from NewQueue and for each shard. A
+	// shard knows its index and every queue its hash tag; a shard's
+	// enqueues carry the epoch of the layout it was built from (fenced).
+	lay    *layoutHandle
 	shard  int
 	tag    string
+	epoch  int64
+	fenced bool
 }
 
 // A QueueOption configures a [Queue].

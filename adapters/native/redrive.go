@@ -217,8 +217,8 @@ func (q *Queue) StartRedrive(ctx context.Context, o RedriveOptions) (*Redrive, e
 var ErrRedriveSharded = errors.New("native: a sharded queue has no redrive yet (its failed jobs are spread over its shards); retry them with Bulk")
 
 func (q *Queue) redriveSharded(what string) error {
-	if q.shards != nil {
-		return fmt.Errorf("%w: %s on queue %q (%d shards)", ErrRedriveSharded, what, q.name, len(q.shards))
+	if v, ok := q.fan(); ok {
+		return fmt.Errorf("%w: %s on queue %q (%d shards)", ErrRedriveSharded, what, q.name, len(v.all))
 	}
 	return nil
 }

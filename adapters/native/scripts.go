@@ -98,4 +98,9 @@ var (
 	scriptRedriveRenew  = script("redrive_renew")
 	scriptRedriveSet    = script("redrive_set")
 	scriptRedriveResume = script("redrive_resume")
+
+	// Changes of a sharded queue's N (reshard.go).
+	scriptLayoutSwap    = script("layout_swap")
+	scriptLayoutFence   = script("layout_fence")
+	scriptDropCompleted = script("drop_completed")
 )

@@ -8,6 +8,8 @@ import (
 	"hash/fnv"
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -25,14 +27,24 @@ import (
 // MaxShards is the most shards a queue may have.
 const MaxShards = 256
 
-// layoutVersion is the version of the layout's format this code writes and
-// reads.
-const layoutVersion = 1
+// layoutVersion is the version of the layout's format this code writes;
+// it reads version 1 too (written before a live change of N was built: a
+// layout of epoch 1 with no change draining).
+const layoutVersion = 2
 
 // layout is what the layout key holds, as JSON.
 type layout struct {
-	Version int      `json:"version"`
-	Shards  []string `json:"shards"` // each shard's hash tag (escaped, without braces), shard 0 first
+	Version int `json:"version"`
+	// Epoch numbers the layout: 1 for the first one written, one more for
+	// each change of N (a queue that has no layout is at epoch 0). Every
+	// shard keeps the newest epoch its producers held (keys.epoch), and
+	// refuses a producer holding an older one (lua/lib/fence.lua).
+	Epoch  int64    `json:"epoch,omitempty"`
+	Shards []string `json:"shards"` // each shard's hash tag (escaped, without braces), shard 0 first
+	// Prev is the previous layout's tags while a change of N drains
+	// (Reshard until FinishReshard): its shards are served too, and a job
+	// of it sits on the shard its ID hashed to among len(Prev).
+	Prev []string `json:"prev,omitempty"`
 }
 
 // layoutKey is the key that holds the layout of queue under prefix.
@@ -53,38 +65,78 @@ func shardIndex(id string, n int) int {
 	return int(h.Sum32() % uint32(n))
 }
 
-// shardFor returns the sub-queue that holds the job with ID id: q itself
-// when q has one shard.
+// A layoutHandle is what every copy of one opened queue shares: where its
+// layout is stored and the view of it now held, which a reload replaces.
+type layoutHandle struct {
+	key  string
+	base *Queue // the queue as NewQueue opens it, whose options every shard takes
+	view atomic.Pointer[shardView]
+	mu   sync.Mutex // one reload at a time
+}
+
+// A shardView is one layout as the queue uses it: immutable once built.
+type shardView struct {
+	raw   string // the layout as stored, "" for none
+	epoch int64
+	cur   []*Queue // the layout's shards: a new job goes to cur[shardIndex(id, len(cur))]
+	prev  []*Queue // the previous layout's while a change drains, else nil
+	all   []*Queue // cur, then prev's shards cur does not keep: what workers serve and reads cover
+}
+
+// view returns the layout q now holds: nil for a queue from NewQueue and
+// for a shard.
+func (q *Queue) view() *shardView {
+	if q.lay == nil {
+		return nil
+	}
+	return q.lay.view.Load()
+}
+
+// fan returns q's view when q spans more than one shard: the methods that
+// read or act on the whole queue run on each of v.all then. A queue of one
+// shard (from NewQueue, or opened by a layout of one shard with no change
+// draining) runs them on its own keys, which are its shard's.
+func (q *Queue) fan() (*shardView, bool) {
+	v := q.view()
+	return v, v != nil && len(v.all) > 1
+}
+
+// shardFor returns the shard a new job with ID id goes to: q itself when
+// q is from NewQueue or is a shard.
 func (q *Queue) shardFor(id string) *Queue {
-	if q.shards == nil {
+	v := q.view()
+	if v == nil {
 		return q
 	}
-	return q.shards[shardIndex(id, len(q.shards))]
+	return v.cur[shardIndex(id, len(v.cur))]
 }
 
-// Shards returns the number of the queue's shards: 1 for a queue from
-// [NewQueue].
+// Shards returns the number of the queue's shards, as its layout says: 1
+// for a queue from [NewQueue]. While a change of N drains, it is the new
+// count.
 func (q *Queue) Shards() int {
-	if q.shards == nil {
-		return 1
+	if v := q.view(); v != nil {
+		return len(v.cur)
 	}
-	return len(q.shards)
+	return 1
 }
 
-// parts returns the queue's shards, or q alone when it has one.
+// parts returns every shard the queue spans: q alone when it is from
+// NewQueue.
 func (q *Queue) parts() []*Queue {
-	if q.shards == nil {
-		return []*Queue{q}
+	if v := q.view(); v != nil {
+		return v.all
 	}
-	return q.shards
+	return []*Queue{q}
 }
 
 // ShardTags returns the hash tag of each of the queue's shards, shard 0
 // first, as the layout key holds them: every key of shard i is
-// "<prefix>:{<tag i>}:...".
+// "<prefix>:{<tag i>}:...". While a change of N drains, they are the new
+// layout's.
 func (q *Queue) ShardTags() []string {
 	var tags []string
-	for _, s := range q.parts() {
+	for _, s := range q.parts()[:q.Shards()] {
 		tags = append(tags, s.tag)
 	}
 	return tags
@@ -118,48 +170,47 @@ func NewShardedQueue(ctx context.Context, rdb redis.UniversalClient, name string
 		return nil, err
 	}
 	lk := layoutKey(base.prefix, name)
-	stored, err := readLayout(ctx, rdb, lk)
+	raw, stored, err := readLayout(ctx, rdb, lk)
 	if err != nil {
 		return nil, fmt.Errorf("native: NewShardedQueue %q: %w", name, err)
 	}
 	if stored == nil {
 		if shards == 1 {
-			return base, nil // nothing to write down: the queue is today's
+			return base.withLayout("", nil), nil // nothing to write down: the queue is today's
 		}
 		// A queue of one shard in use holds jobs whose IDs hash to the
-		// other shards: their actions by ID would miss them, and WithID
-		// would not see them. Spreading it is not done here (see
-		// docs/native.md, "Changing N").
+		// other shards: spreading it is a change of N (Reshard), which
+		// serves them where they are while they drain.
 		c, err := base.Counts(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("native: NewShardedQueue %q: %w", name, err)
 		}
 		if held := c.Waiting + c.Active + c.Delayed + c.Completed + c.Failed; held > 0 {
-			return nil, fmt.Errorf("native: NewShardedQueue %q: the queue already holds %d jobs as a queue of one shard, want an unused queue name to spread over %d shards: %s",
-				name, held, shards, drainHint(shards))
+			return nil, fmt.Errorf("native: NewShardedQueue %q: the queue already holds %d jobs as a queue of one shard, want an unused queue name to create with %d shards: %s",
+				name, held, shards, reshardHint(name, shards))
 		}
-		tags, err := chooseTags(ctx, rdb, escapeTag(name), shards)
+		tags, err := chooseTags(ctx, rdb, []string{escapeTag(name)}, shards)
 		if err != nil {
 			return nil, fmt.Errorf("native: NewShardedQueue %q: choose the shards' hash tags: %w", name, err)
 		}
-		raw, _ := json.Marshal(layout{Version: layoutVersion, Shards: tags})
-		ok, err := rdb.SetNX(ctx, lk, raw, 0).Result()
+		mine, _ := json.Marshal(layout{Version: layoutVersion, Epoch: 1, Shards: tags})
+		ok, err := rdb.SetNX(ctx, lk, mine, 0).Result()
 		if err != nil {
 			return nil, fmt.Errorf("native: NewShardedQueue %q: write the layout: %w", name, err)
 		}
 		if !ok { // another process wrote one meanwhile: take it
-			if stored, err = readLayout(ctx, rdb, lk); err != nil || stored == nil {
+			if raw, stored, err = readLayout(ctx, rdb, lk); err != nil || stored == nil {
 				return nil, fmt.Errorf("native: NewShardedQueue %q: read the layout another process wrote: %w", name, errors.Join(err, errors.New("layout gone")))
 			}
 		} else {
-			stored = &layout{Version: layoutVersion, Shards: tags}
+			raw, stored = string(mine), &layout{Version: layoutVersion, Epoch: 1, Shards: tags}
 		}
 	}
 	if len(stored.Shards) != shards {
 		return nil, fmt.Errorf("native: NewShardedQueue %q: the queue has %d shards (its layout at %q), not %d; open it with OpenQueue, or ask for %d, or %s",
-			name, len(stored.Shards), lk, shards, len(stored.Shards), drainHint(shards))
+			name, len(stored.Shards), lk, shards, len(stored.Shards), reshardHint(name, shards))
 	}
-	return base.withLayout(stored)
+	return base.withLayout(raw, stored), nil
 }
 
 // OpenQueue returns the queue called name on rdb as its stored layout
@@ -174,49 +225,66 @@ func OpenQueue(ctx context.Context, rdb redis.UniversalClient, name string, opts
 	if err != nil {
 		return nil, err
 	}
-	stored, err := readLayout(ctx, rdb, layoutKey(base.prefix, name))
+	raw, stored, err := readLayout(ctx, rdb, layoutKey(base.prefix, name))
 	if err != nil {
 		return nil, fmt.Errorf("native: OpenQueue %q: %w", name, err)
 	}
-	if stored == nil {
-		return base, nil
-	}
-	return base.withLayout(stored)
+	return base.withLayout(raw, stored), nil
 }
 
-// drainHint says how to give a queue in use a count of shards other than
-// its own, the way that works while a live change of N is not built
-// (docs/native.md, "Changing N").
-func drainHint(shards int) string {
-	return fmt.Sprintf("the count of a queue in use does not change in place; drain it instead (docs/native.md, \"Changing N\"): "+
-		"create a queue under a new name with NewShardedQueue(ctx, rdb, name, %d), point the producers at it, and keep workers on this queue until its Counts are zero", shards)
+// reshardHint says how to give a queue in use a count of shards other than
+// its own.
+func reshardHint(name string, shards int) string {
+	return fmt.Sprintf("the count of a queue in use changes with Reshard(ctx, rdb, %q, %d) or `rebound queue reshard -queue %s -shards %d` (docs/native.md, \"Changing N\")", name, shards, name, shards)
 }
 
-// readLayout reads the layout at key: nil when there is none.
-func readLayout(ctx context.Context, rdb redis.UniversalClient, key string) (*layout, error) {
+// readLayout reads the layout at key, and the text it is stored as: nil
+// and "" when there is none.
+func readLayout(ctx context.Context, rdb redis.UniversalClient, key string) (string, *layout, error) {
 	raw, err := rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, nil
+		return "", nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the layout at %q: %w", key, err)
+		return "", nil, fmt.Errorf("read the layout at %q: %w", key, err)
 	}
+	l, err := parseLayout(key, raw)
+	return raw, l, err
+}
+
+// parseLayout checks the layout stored at key as raw.
+func parseLayout(key, raw string) (*layout, error) {
 	var l layout
 	if err := json.Unmarshal([]byte(raw), &l); err != nil {
 		return nil, fmt.Errorf("the layout at %q is not JSON (%v), want what NewShardedQueue writes", key, err)
 	}
-	if l.Version != layoutVersion {
-		return nil, fmt.Errorf("the layout at %q has version %d, want %d (written by another version of rebound?)", key, l.Version, layoutVersion)
-	}
-	if len(l.Shards) < 1 || len(l.Shards) > MaxShards {
-		return nil, fmt.Errorf("the layout at %q has %d shards, want 1..%d", key, len(l.Shards), MaxShards)
-	}
-	seen := map[string]bool{}
-	for i, t := range l.Shards {
-		if t == "" || seen[t] || (i == 0) != (t == tagOf(key)) {
-			return nil, fmt.Errorf("the layout at %q has a bad tag %q for shard %d, want distinct tags, shard 0's the queue's own", key, t, i)
+	switch l.Version {
+	case 1:
+		if l.Epoch != 0 || l.Prev != nil {
+			return nil, fmt.Errorf("the layout at %q is of version 1 with an epoch or a previous layout, which version 1 does not have", key)
 		}
-		seen[t] = true
+		l.Epoch = 1
+	case layoutVersion:
+		if l.Epoch < 1 {
+			return nil, fmt.Errorf("the layout at %q has epoch %d, want 1 or more", key, l.Epoch)
+		}
+	default:
+		return nil, fmt.Errorf("the layout at %q has version %d, want 1 or %d (written by another version of rebound?)", key, l.Version, layoutVersion)
+	}
+	for _, tags := range [][]string{l.Shards, l.Prev} {
+		if tags == nil && len(l.Shards) > 0 {
+			continue // no previous layout
+		}
+		if len(tags) < 1 || len(tags) > MaxShards {
+			return nil, fmt.Errorf("the layout at %q has %d shards, want 1..%d", key, len(tags), MaxShards)
+		}
+		seen := map[string]bool{}
+		for i, t := range tags {
+			if t == "" || seen[t] || (i == 0) != (t == tagOf(key)) {
+				return nil, fmt.Errorf("the layout at %q has a bad tag %q for shard %d, want distinct tags, shard 0's the queue's own", key, t, i)
+			}
+			seen[t] = true
+		}
 	}
 	return &l, nil
 }
@@ -235,29 +303,76 @@ func tagOf(key string) string {
 	return ""
 }
 
-// withLayout returns q (of one shard, its own tag shard 0's) spread over
-// the shards of l.
-func (q *Queue) withLayout(l *layout) (*Queue, error) {
-	if len(l.Shards) == 1 {
-		return q, nil
-	}
-	shards := make([]*Queue, len(l.Shards))
-	for i, tag := range l.Shards {
-		shards[i] = &Queue{rdb: q.rdb, name: q.name, prefix: q.prefix, maxPayload: q.maxPayload,
-			keepFor: q.keepFor, keepMost: q.keepMost, failFor: q.failFor, failMost: q.failMost,
-			shard: i, tag: tag, keys: newTagKeys(q.prefix, tag)}
-	}
-	q.shards = shards
-	return q, nil
+// withLayout returns q (from NewQueue) opened by the layout stored as raw
+// (l, nil with raw "" when there is none): a queue holding a handle to its
+// layout, which it reloads when a shard refuses its view as stale.
+func (q *Queue) withLayout(raw string, l *layout) *Queue {
+	h := &layoutHandle{key: layoutKey(q.prefix, q.name), base: q}
+	h.view.Store(h.build(raw, l))
+	q.lay = h
+	return q
 }
 
-// chooseTags returns n hash tags for the shards of the queue whose escaped
-// name is tag: tag itself first, then "<tag>~<k>" for the smallest k that
+// build returns the view of the layout l stored as raw (nil: none, the
+// queue's own tag alone at epoch 0).
+func (h *layoutHandle) build(raw string, l *layout) *shardView {
+	if l == nil {
+		l = &layout{Shards: []string{h.base.tag}}
+	}
+	v := &shardView{raw: raw, epoch: l.Epoch}
+	byTag := map[string]*Queue{}
+	shard := func(tag string) *Queue {
+		if s, ok := byTag[tag]; ok {
+			return s
+		}
+		b := h.base
+		s := &Queue{rdb: b.rdb, name: b.name, prefix: b.prefix, maxPayload: b.maxPayload,
+			keepFor: b.keepFor, keepMost: b.keepMost, failFor: b.failFor, failMost: b.failMost,
+			shard: len(v.all), tag: tag, keys: newTagKeys(b.prefix, tag), epoch: l.Epoch, fenced: true}
+		byTag[tag] = s
+		v.all = append(v.all, s)
+		return s
+	}
+	for _, t := range l.Shards {
+		v.cur = append(v.cur, shard(t))
+	}
+	for _, t := range l.Prev {
+		v.prev = append(v.prev, shard(t))
+	}
+	return v
+}
+
+// reload reads the layout again and, when it changed, makes it the view
+// the queue holds. Concurrent callers share one read.
+func (q *Queue) reload(ctx context.Context) (*shardView, error) {
+	h := q.lay
+	old := h.view.Load()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if v := h.view.Load(); v != old {
+		return v, nil // another caller reloaded meanwhile
+	}
+	raw, l, err := readLayout(ctx, q.rdb, h.key)
+	if err != nil {
+		return old, fmt.Errorf("native: queue %q: reload its layout: %w", q.name, err)
+	}
+	if raw == old.raw {
+		return old, nil
+	}
+	v := h.build(raw, l)
+	h.view.Store(v)
+	return v, nil
+}
+
+// chooseTags returns n hash tags for the shards of the queue whose first
+// tags are have (have[0] its escaped name; more when a change of N grows
+// a sharded queue, whose shards keep their tags): have, then "<tag>~<k>"
+// for the smallest k that
 // puts each next shard on a master holding the fewest shards so far (on a
 // distinct master while the cluster has masters to spare), in a slot no
 // other shard uses. The masters come from the cluster's slot map; on a
 // client that is not a Cluster client, every slot is one master's.
-func chooseTags(ctx context.Context, rdb redis.UniversalClient, tag string, n int) ([]string, error) {
+func chooseTags(ctx context.Context, rdb redis.UniversalClient, have []string, n int) ([]string, error) {
 	owner, masters, err := slotOwners(ctx, rdb)
 	if err != nil {
 		return nil, err
@@ -267,10 +382,12 @@ func chooseTags(ctx context.Context, rdb redis.UniversalClient, tag string, n in
 		load[m] = 0
 	}
 	slots := map[uint16]bool{}
-	first := keySlot(tag)
-	tags := []string{tag}
-	load[owner(first)]++
-	slots[first] = true
+	tag := have[0]
+	tags := append([]string(nil), have...)
+	for _, t := range tags {
+		load[owner(keySlot(t))]++
+		slots[keySlot(t)] = true
+	}
 	for len(tags) < n {
 		best, bestLoad, bestSlot := "", -1, uint16(0)
 		for k := 1; k <= 4096; k++ {

@@ -39,7 +39,7 @@ func TestShardCountChangeRefused(t *testing.T) {
 			if err == nil {
 				t.Fatalf("%s: no error, want a refusal", what)
 			}
-			for _, s := range []string{`"Changing N"`, "under a new name", fmt.Sprintf("NewShardedQueue(ctx, rdb, name, %d)", n), "Counts are zero"} {
+			for _, s := range []string{`"Changing N"`, fmt.Sprintf("Reshard(ctx, rdb, %q, %d)", "", n)[:len("Reshard(ctx, rdb, ")], fmt.Sprintf("-shards %d", n), "rebound queue reshard"} {
 				if !strings.Contains(err.Error(), s) {
 					t.Errorf("%s: error %q does not name the way to change N (%q)", what, err, s)
 				}

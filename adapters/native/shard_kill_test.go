@@ -28,12 +28,12 @@ func TestShardMasterKilled(t *testing.T) {
 	}
 	victim := -1
 	for i, a := range nodes.Addrs {
-		if a == owner(keySlot(q.shards[1].tag)) {
+		if a == owner(keySlot(q.parts()[1].tag)) {
 			victim = i
 		}
 	}
 	if victim < 0 {
-		t.Fatalf("no node serves shard 1's slot %d", keySlot(q.shards[1].tag))
+		t.Fatalf("no node serves shard 1's slot %d", keySlot(q.parts()[1].tag))
 	}
 
 	var mu sync.Mutex
@@ -112,7 +112,7 @@ func TestShardMasterKilled(t *testing.T) {
 		}
 	}
 	// Each job is in one state: the shards' sets and lists hold it once.
-	for i, s := range q.shards {
+	for i, s := range q.parts() {
 		c, err := s.Counts(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -23,12 +23,13 @@ func (q *Queue) shardNote() string {
 	return fmt.Sprintf(" (shard %d, tag %q)", q.shard, q.tag)
 }
 
-// onShards runs f on every shard at once (each on its own master, most
-// likely) and returns their errors joined, nil when none failed.
-func (q *Queue) onShards(f func(i int, s *Queue) error) error {
-	errs := make([]error, len(q.shards))
+// onShards runs f on every shard of shards at once (each on its own
+// master, most likely) and returns their errors joined, nil when none
+// failed.
+func onShards(shards []*Queue, f func(i int, s *Queue) error) error {
+	errs := make([]error, len(shards))
 	var wg sync.WaitGroup
-	for i, s := range q.shards {
+	for i, s := range shards {
 		wg.Go(func() { errs[i] = f(i, s) })
 	}
 	wg.Wait()
@@ -39,27 +40,147 @@ func (q *Queue) onShards(f func(i int, s *Queue) error) error {
 // on its shard: every shard's jobs in the order given, in its own calls,
 // the shards at once. A shard whose call fails stops there (its later jobs
 // carry the error too); the other shards go on.
+//
+// A shard that refuses the queue's layout as stale (a change of N) stores
+// nothing of its call: the queue reads the layout again and sends those
+// jobs, and every later one of that shard, where the new layout puts them.
 func (q *Queue) enqueueManyShards(ctx context.Context, prepared []preparedJob, results []EnqueueResult) error {
-	jobs := make([][]preparedJob, len(q.shards))
-	at := make([][]int, len(q.shards))
-	for i := range prepared {
-		s := shardIndex(prepared[i].id, len(q.shards))
-		jobs[s] = append(jobs[s], prepared[i])
-		at[s] = append(at[s], i)
+	todo := make([]int, len(prepared)) // indices of prepared still to send
+	for i := range todo {
+		todo[i] = i
 	}
-	return q.onShards(func(i int, s *Queue) error {
-		if len(jobs[i]) == 0 {
+	v := q.view()
+	var failed error // the errors of shards that did not refuse as stale
+	for round := 0; ; round++ {
+		jobs := make([][]preparedJob, len(v.cur))
+		at := make([][]int, len(v.cur))
+		for _, i := range todo {
+			s := shardIndex(prepared[i].id, len(v.cur))
+			jobs[s] = append(jobs[s], prepared[i])
+			at[s] = append(at[s], i)
+		}
+		errs := make([]error, len(v.cur))
+		_ = onShards(v.cur, func(i int, s *Queue) error {
+			if len(jobs[i]) == 0 {
+				return nil
+			}
+			js, ats, err := s.dedupeAcross(ctx, v, jobs[i], at[i], results)
+			if err == nil {
+				err = s.storeMany(ctx, js, ats, results)
+			}
+			errs[i] = err
+			return nil
+		})
+		stale := false
+		for _, err := range errs {
+			if isStale(err) && round < staleRetries {
+				stale = true
+			} else {
+				failed = errors.Join(failed, err)
+			}
+		}
+		if !stale {
+			return failed
+		}
+		todo = todo[:0]
+		for i := range results {
+			if isStale(results[i].Err) {
+				results[i].Err = nil
+				todo = append(todo, i)
+			}
+		}
+		var err error
+		if v, err = q.reload(ctx); err != nil {
+			for _, i := range todo {
+				results[i].Err = err
+			}
+			return errors.Join(failed, err)
+		}
+	}
+}
+
+// staleRetries is how many times an enqueue refused as stale reads the
+// layout again and resends: a change of N at a time, so one suffices
+// unless changes follow each other faster than an enqueue.
+const staleRetries = 3
+
+// isStale reports whether err is a shard's refusal of a producer holding
+// an older layout (lua/lib/fence.lua), which stored nothing.
+func isStale(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "STALELAYOUT ")
+}
+
+// dedupeAcross keeps WithID idempotent while a change of N drains: a job
+// whose ID the previous layout puts on another shard than s is refused
+// (as ErrJobExists) when that shard holds it, checked before s stores the
+// rest. It is two scripts on two slots, so an enqueue of the same ID
+// under the old layout racing this one is not seen; the fence refuses
+// those once the change is written (see docs/native.md, "Changing N").
+// It returns jobs and at without the jobs it refused, which it marks in
+// results.
+func (s *Queue) dedupeAcross(ctx context.Context, v *shardView, jobs []preparedJob, at []int, results []EnqueueResult) ([]preparedJob, []int, error) {
+	if v.prev == nil {
+		return jobs, at, nil
+	}
+	var keptJobs []preparedJob
+	var keptAt []int
+	for k := range jobs {
+		old := v.prev[shardIndex(jobs[k].id, len(v.prev))]
+		held := false
+		if old.tag != s.tag {
+			var err error
+			if held, err = s.rdb.HExists(ctx, old.keys.jobs, jobs[k].id).Result(); err != nil {
+				return nil, nil, fmt.Errorf("native: enqueue on queue %q: look for job %q on its shard of the previous layout%s: %w", s.name, jobs[k].id, old.shardNote(), err)
+			}
+		}
+		if held {
+			results[at[k]].Err = s.exists(jobs[k].id)
+			continue
+		}
+		keptJobs = append(keptJobs, jobs[k])
+		keptAt = append(keptAt, at[k])
+	}
+	return keptJobs, keptAt, nil
+}
+
+// holder returns the shard of the sharded queue v that holds the job id:
+// the one its ID hashes to under the layout, else (a job of the previous
+// layout, or enqueued by a process that opened the queue with NewQueue)
+// whichever shard holds it, else the layout's (whose action then finds no
+// such job).
+func (q *Queue) holder(ctx context.Context, id string) (*Queue, error) {
+	v := q.view()
+	first := q.shardFor(id)
+	found, err := q.rdb.HExists(ctx, first.keys.jobs, id).Result()
+	if err != nil || found {
+		return first, err
+	}
+	held := make([]bool, len(v.all))
+	err = onShards(v.all, func(i int, s *Queue) error {
+		if s == first {
 			return nil
 		}
-		return s.storeMany(ctx, jobs[i], at[i], results)
+		var err error
+		held[i], err = s.rdb.HExists(ctx, s.keys.jobs, id).Result()
+		return err
 	})
+	if err != nil {
+		return nil, fmt.Errorf("native: queue %q: look for job %q on every shard: %w", q.name, id, err)
+	}
+	for i, h := range held {
+		if h {
+			return v.all[i], nil
+		}
+	}
+	return first, nil
 }
 
 // countShards adds up the counts of every shard. The queue counts as
 // paused when any shard is (a Pause that failed on some shard shows).
 func (q *Queue) countShards(ctx context.Context) (Counts, error) {
-	counts := make([]Counts, len(q.shards))
-	err := q.onShards(func(i int, s *Queue) error {
+	shards := q.parts()
+	counts := make([]Counts, len(shards))
+	err := onShards(shards, func(i int, s *Queue) error {
 		var err error
 		counts[i], err = s.Counts(ctx)
 		return err
@@ -81,8 +202,9 @@ func (q *Queue) countShards(ctx context.Context) (Counts, error) {
 
 // promoteShards promotes the due jobs of every shard.
 func (q *Queue) promoteShards(ctx context.Context) (int, error) {
-	n := make([]int, len(q.shards))
-	err := q.onShards(func(i int, s *Queue) error {
+	shards := q.parts()
+	n := make([]int, len(shards))
+	err := onShards(shards, func(i int, s *Queue) error {
 		var err error
 		n[i], err = s.Promote(ctx)
 		return err
@@ -92,8 +214,9 @@ func (q *Queue) promoteShards(ctx context.Context) (int, error) {
 
 // retryFailedShards runs RetryFailed on every shard.
 func (q *Queue) retryFailedShards(ctx context.Context, f FailedFilter, o RetryOptions) (int, error) {
-	n := make([]int, len(q.shards))
-	err := q.onShards(func(i int, s *Queue) error {
+	shards := q.parts()
+	n := make([]int, len(shards))
+	err := onShards(shards, func(i int, s *Queue) error {
 		var err error
 		n[i], err = s.RetryFailed(ctx, f, o)
 		return err
@@ -112,7 +235,7 @@ func sum(n []int) int {
 // eachShard runs f (Pause, Resume) on every shard. On an error some shards
 // may have changed and others not; the call is safe to repeat.
 func (q *Queue) eachShard(ctx context.Context, f func(*Queue, context.Context) error) error {
-	return q.onShards(func(_ int, s *Queue) error { return f(s, ctx) })
+	return onShards(q.parts(), func(_ int, s *Queue) error { return f(s, ctx) })
 }
 
 // pausedShards reports whether any shard is paused.
@@ -181,7 +304,8 @@ func (q *Queue) listShards(ctx context.Context, state State, opts ListOptions) (
 	if err != nil {
 		return Page{}, err
 	}
-	subs, err := decodeShardsCursor(opts.Cursor, len(q.shards))
+	shards := q.parts()
+	subs, err := decodeShardsCursor(opts.Cursor, len(shards))
 	if err != nil {
 		return Page{}, err
 	}
@@ -191,8 +315,8 @@ func (q *Queue) listShards(ctx context.Context, state State, opts ListOptions) (
 		more  bool
 		took  int
 	}
-	pages := make([]page, len(q.shards))
-	err = q.onShards(func(i int, s *Queue) error {
+	pages := make([]page, len(shards))
+	err = onShards(shards, func(i int, s *Queue) error {
 		if subs[i] == "-" {
 			return nil
 		}
@@ -246,7 +370,7 @@ func (q *Queue) listShards(ctx context.Context, state State, opts ListOptions) (
 		out.Jobs = append(out.Jobs, pages[best].jobs[pages[best].took])
 		pages[best].took++
 	}
-	next := make([]string, len(q.shards))
+	next := make([]string, len(shards))
 	left := false
 	for i := range pages {
 		p := &pages[i]
@@ -291,13 +415,14 @@ func (q *Queue) scanShardsDef(ctx context.Context, f Filter, o ScanOptions, what
 	if limit < 1 || limit > MaxScan {
 		return p, fmt.Errorf("native: %s: ScanOptions.Limit %d is out of range, want 1..%d (0 for %d)", what, o.Limit, MaxScan, def)
 	}
-	i, sub, err := decodeScanCursor(o.Cursor, len(q.shards))
+	shards := q.parts()
+	i, sub, err := decodeScanCursor(o.Cursor, len(shards))
 	if err != nil {
 		return p, err
 	}
 	p.Next = o.Cursor
-	for i < len(q.shards) && p.Scanned < limit {
-		sp, err := step(q.shards[i], ScanOptions{Cursor: sub, Limit: limit - p.Scanned})
+	for i < len(shards) && p.Scanned < limit {
+		sp, err := step(shards[i], ScanOptions{Cursor: sub, Limit: limit - p.Scanned})
 		p.Scanned += sp.Scanned
 		p.Matched += sp.Matched
 		if !sp.Reached.IsZero() {
@@ -320,7 +445,7 @@ func (q *Queue) scanShardsDef(ctx context.Context, f Filter, o ScanOptions, what
 		i, sub = i+1, ""
 		p.Next = encodeScanCursor(i, "")
 	}
-	if i >= len(q.shards) {
+	if i >= len(shards) {
 		p.Next = ""
 	}
 	c, err := q.countShards(ctx)

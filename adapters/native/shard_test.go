@@ -42,7 +42,7 @@ func TestShardOneIsTodaysQueue(t *testing.T) {
 	pin := func(b string) keys {
 		return keys{base: b, wait: b + "wait", due: b + "due", active: b + "active", delayed: b + "delayed",
 			failed: b + "failed", completed: b + "completed", jobs: b + "jobs", marker: b + "marker", counter: b + "counter",
-			control: b + "control", giveup: b + "giveup", giveupCalls: b + "giveup:calls", cancelling: b + "cancelling", cancels: b + "cancels", redrive: b + "redrive"}
+			control: b + "control", giveup: b + "giveup", giveupCalls: b + "giveup:calls", cancelling: b + "cancelling", cancels: b + "cancels", redrive: b + "redrive", epoch: b + "epoch"}
 	}
 	var want keys
 	same := func(t *testing.T, what string, k keys) {
@@ -59,7 +59,7 @@ func TestShardOneIsTodaysQueue(t *testing.T) {
 		same(t, "NewQueue", q.keys)
 		one := newSharded(t, rdb, prefix, "emails", 1)
 		same(t, "NewShardedQueue(1)", one.keys)
-		if one.shards != nil || one.Shards() != 1 {
+		if one.Shards() != 1 || len(one.parts()) != 1 {
 			t.Errorf("NewShardedQueue(1) has %d shards, want a queue of one", one.Shards())
 		}
 		if n, err := rdb.Exists(ctx, prefix+":{emails}:layout").Result(); err != nil || n != 0 {
@@ -74,7 +74,7 @@ func TestShardOneIsTodaysQueue(t *testing.T) {
 			t.Errorf("OpenQueue of a queue without a layout has %d shards, want 1", opened.Shards())
 		}
 		three := newSharded(t, rdb, prefix, "emails", 3)
-		same(t, "shard 0 of 3", three.shards[0].keys)
+		same(t, "shard 0 of 3", three.parts()[0].keys)
 		if !slices.Equal(three.ShardTags()[:1], []string{"emails"}) {
 			t.Errorf("tags %q, want shard 0's %q", three.ShardTags(), "emails")
 		}
@@ -152,7 +152,7 @@ func TestShardQueueAPI(t *testing.T) {
 		if !errors.Is(res[0].Err, ErrJobExists) || res[1].Err != nil || !errors.Is(res[2].Err, ErrJobExists) || res[3].Err != nil {
 			t.Errorf("EnqueueMany results %+v, want exists, stored, exists, stored", res)
 		}
-		for i, s := range q.shards {
+		for i, s := range q.parts() {
 			c, err := s.Counts(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -213,7 +213,7 @@ func TestShardQueueAPI(t *testing.T) {
 		if err := q.Pause(ctx); err != nil {
 			t.Fatal(err)
 		}
-		for i, s := range q.shards {
+		for i, s := range q.parts() {
 			if p, _ := s.Paused(ctx); !p {
 				t.Errorf("shard %d not paused after Pause", i)
 			}
@@ -330,7 +330,7 @@ func TestShardNoStarvation(t *testing.T) {
 			wg.Go(func() {
 				n := 0
 				for ctx.Err() == nil {
-					c, err := q.shards[s].Counts(ctx)
+					c, err := q.parts()[s].Counts(ctx)
 					if err != nil {
 						return
 					}

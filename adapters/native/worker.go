@@ -73,11 +73,14 @@ type Worker struct {
 	mu      sync.Mutex
 	running map[string]*runningJob
 
-	// A worker of a sharded queue runs one part per shard (shard_worker.go),
-	// each a worker of that shard sharing the slots, the handler places and
-	// the breaker's guard; nil for a worker of a queue of one shard.
-	parts []*Worker
-	part  bool // this is a part of a sharded worker
+	// A worker of a queue opened by its layout (OpenQueue,
+	// NewShardedQueue) runs one part per shard (shard_worker.go), each a
+	// worker of that shard sharing the slots, the handler places and the
+	// breaker's guard, and follows changes of the layout; nil for a worker
+	// of a queue from NewQueue.
+	parts      *partSet
+	part       bool          // this is a part of a sharded worker
+	layoutPoll time.Duration // how often a sharded worker reads its queue's layout (tests shorten it)
 }
 
 // dispatcher holds a worker's handler places: how many are free, and the
@@ -147,7 +150,7 @@ func NewWorker(q *Queue, rule backoff.Rule, h Handler, opts ...WorkerOption) (*W
 	}
 	w.errTimeout = fmt.Errorf("%w (%s)", ErrTimeout, w.timeout)
 	w.block = blockTimeout(q.rdb)
-	if q.shards != nil {
+	if q.lay != nil {
 		if err := w.newParts(q, opts); err != nil {
 			return nil, err
 		}

@@ -110,6 +110,8 @@ type queueCall struct {
 	stderr io.Writer
 	// redrive's flags.
 	rd redriveFlags
+	// reshard's own flags.
+	rs reshardFlags
 }
 
 // filterFlags are the flags of a native.Filter.
@@ -226,6 +228,7 @@ list is ordered by (enqueued, lease deadline, fire time, finish time). A
 job that moved on between the count and the action is left alone and
 counted as skipped.`},
 		{name: "redrive", args: "QUEUE [-id P] [-name T] [-error T] [-group ID] [-from T] [-to T] -rate R [-dependency D] [-reset] [-yes] | -status | -pause | -resume | -cancel", run: (*queueCall).redrive, doc: redriveDoc},
+		{name: "reshard", args: "QUEUE -shards N [-yes] | -status | -finish", run: (*queueCall).reshard, doc: reshardDoc},
 		{name: "pause", args: "QUEUE", run: (*queueCall).pause, doc: `
 pause stops the queue's workers from taking jobs until resume. Running jobs
 finish; enqueues go on, and retries still come due on time.`},
@@ -295,6 +298,9 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		call.rd.register(fs)
 		fs.BoolVar(&call.yes, "yes", false, "start the redrive; without it redrive only counts the jobs")
 		fs.BoolVar(&call.reset, "reset", false, "start the jobs' attempts afresh")
+	case "reshard":
+		call.rs.register(fs)
+		fs.BoolVar(&call.yes, "yes", false, "write the new layout; without it reshard only says what it would do")
 	case "bulk":
 		call.filter.register(fs)
 		fs.StringVar(&call.state, "state", "", "the `STATE` of the jobs: waiting, active, delayed, completed or failed")
@@ -355,7 +361,8 @@ func (c queueCommand) exec(o *queueFlags, args []string, stdout, stderr io.Write
 		return exitOK
 	case errors.Is(err, native.ErrNotFound), errors.Is(err, native.ErrWrongState),
 		errors.Is(err, native.ErrBadCursor), errors.Is(err, native.ErrCursorGone),
-		errors.Is(err, native.ErrRedriveRunning), errors.Is(err, native.ErrNoRedrive), errors.Is(err, native.ErrRedriveSharded):
+		errors.Is(err, native.ErrRedriveRunning), errors.Is(err, native.ErrNoRedrive), errors.Is(err, native.ErrRedriveSharded),
+		errors.Is(err, native.ErrReshardDraining):
 		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
 		return exitUsage
 	default:
@@ -417,6 +424,8 @@ func (c *queueCall) check(cmd string) string {
 		}
 	case "redrive":
 		return c.checkRedrive()
+	case "reshard":
+		return c.checkReshard()
 	case "retry":
 		filter := c.name != "" || c.errPat != ""
 		switch {

@@ -198,6 +198,32 @@ func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
 	}
 }
 
+// waitProgress polls a JavaScript predicate until it holds, as waitFor
+// does, for work the page reports as it goes (a scan, a redrive): the
+// expression progress reads that report, and each change of it gives the
+// wait another 20 s, up to 5 min in all. On a loaded machine the work runs
+// slower but still moves; a page that stops moving fails after 20 s as
+// waitFor would.
+func waitProgress(t *testing.T, ctx context.Context, what, predicate, progress string) {
+	t.Helper()
+	const idle, most = 20 * time.Second, 5 * time.Minute
+	start := time.Now()
+	last, moved := "", start
+	for {
+		if eval[bool](t, ctx, "!!("+predicate+")") {
+			return
+		}
+		now := eval[string](t, ctx, "String("+progress+")")
+		if now != last {
+			last, moved = now, time.Now()
+		}
+		if time.Since(moved) > idle || time.Since(start) > most {
+			t.Fatalf("waiting for %s: not within %v (the page's progress %q unchanged for %v)", what, time.Since(start).Round(time.Millisecond), last, time.Since(moved).Round(time.Millisecond))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // typeInto replaces the text of the input sel by typing text, key by key.
 func typeInto(t *testing.T, ctx context.Context, sel, text string) {
 	t.Helper()

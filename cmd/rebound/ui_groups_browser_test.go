@@ -98,7 +98,7 @@ func TestUIBrowserFailureGroups(t *testing.T) {
 	panel := `document.querySelector('[data-panel="groups"]')`
 	waitFor(t, tab, "the groups view", `!!`+panel)
 	click(t, tab, `[data-panel="groups"] [data-groups="scan"]`)
-	waitFor(t, tab, "the whole failed set grouped", panel+`.querySelector(".groups-status").dataset.done === "true"`)
+	waitProgress(t, tab, "the whole failed set grouped", panel+`.querySelector(".groups-status").dataset.done === "true"`, panel+`.querySelector(".groups-status")?.textContent`)
 	status := eval[string](t, tab, panel+`.querySelector(".groups-status").textContent`)
 	if !strings.Contains(status, "100,000 of 100,000 failed jobs read in 20 requests: 3 groups.") {
 		t.Errorf("groups status %q, want all 100,000 read in 20 requests, 3 groups", status)
@@ -167,7 +167,7 @@ func TestUIBrowserFailureGroups(t *testing.T) {
 	if c, _ := q.Counts(context.Background()); c.Waiting != 2000 || c.Failed != n-2000 {
 		t.Errorf("after the retry: %+v, want 2,000 waiting, %d failed", c, n-2000)
 	}
-	waitFor(t, tab, "the groups read again, without the retried one", panel+`.querySelector(".groups-status").dataset.done === "true" && !`+panel+`.querySelector('li[data-group="`+users+`"]')`)
+	waitProgress(t, tab, "the groups read again, without the retried one", panel+`.querySelector(".groups-status").dataset.done === "true" && !`+panel+`.querySelector('li[data-group="`+users+`"]')`, panel+`.querySelector(".groups-status")?.textContent`)
 
 	// The server's answers at this size.
 	key := url.Values{"queueKey": {base64.RawURLEncoding.EncodeToString([]byte("sync"))}}.Encode()

@@ -35,7 +35,7 @@ func TestUIBrowserRedrive(t *testing.T) {
 	do(t, tab, chromedp.Navigate(page+"#queues"))
 	waitFor(t, tab, "the redrive panel", `!!document.querySelector('[data-panel="redrive"]')`)
 	click(t, tab, `[data-panel="groups"] [data-groups="scan"]`)
-	waitFor(t, tab, "the groups", `document.querySelector(".groups-status").dataset.done === "true"`)
+	waitProgress(t, tab, "the groups", `document.querySelector(".groups-status").dataset.done === "true"`, `document.querySelector(".groups-status")?.textContent`)
 	hostile := native.GroupID(native.Fingerprint(groupsHostile))
 	click(t, tab, `li[data-group="`+hostile+`"] button[data-action="redrive"]`)
 	if got := eval[string](t, tab, `document.querySelector('[data-redrive="filter"]').textContent`); !strings.Contains(got, "group "+hostile) {
@@ -53,7 +53,7 @@ func TestUIBrowserRedrive(t *testing.T) {
 	click(t, tab, `#confirm-ok`)
 	status := `document.querySelector('[data-redrive="status"]')`
 	waitFor(t, tab, "the redrive running", status+`.dataset.state === "running"`)
-	waitFor(t, tab, "the redrive's end", status+`.dataset.state === "done"`)
+	waitProgress(t, tab, "the redrive's end", status+`.dataset.state === "done"`, status+`.textContent`)
 	if got := eval[string](t, tab, status+`.textContent`); !strings.Contains(got, "1,000 sent, 0 left of 1,000") {
 		t.Errorf("status %q, want all 1,000 sent", got)
 	}

@@ -6,25 +6,37 @@
 -- the delayed ones (in batch order within a millisecond), then at most one
 -- wake-up. The host sends at most 1000 jobs a call, which keeps every
 -- variadic call far inside Lua's stack limit and the call short.
--- KEYS: 1 jobs, 2 wait, 3 delayed, 4 marker
--- ARGV: six per job, as enqueue's: id, payload, name, max attempts (0 = the
---       worker's rule), delay (microseconds), metadata (packed, "" for none)
+-- KEYS: 1 jobs, 2 wait, 3 delayed, 4 marker, and for a shard of a sharded
+--       queue 5 the shard's layout epoch
+-- ARGV: with KEYS[5], first the epoch of the layout the producer holds;
+--       then six per job, as enqueue's: id, payload, name, max attempts
+--       (0 = the worker's rule), delay (microseconds), metadata (packed, ""
+--       for none)
 -- Returns one code per job, in order: 0 the ID is taken (by a job stored
 -- before this call, or by an earlier job of the batch: the first of a
 -- repeated ID wins, as with one enqueue after the other), 1 waiting,
--- 2 delayed.
+-- 2 delayed; or, before anything is written, a STALELAYOUT error when the
+-- producer's layout is older than the shard's (see fence).
 --
--- include: num now_us fire_ms wake delayed_score schedule_all batch_read rec_new
+-- include: num now_us fire_ms wake delayed_score schedule_all batch_read rec_new fence
+local o = 0 -- where the jobs' arguments start, less one
+if KEYS[5] then
+  local stale = fence(KEYS[5], tonumber(ARGV[1]))
+  if stale then
+    return stale
+  end
+  o = 1
+end
 local us = now_us()
 local created = num(math.floor(us / 1000))
-local ids, taken = batch_read(KEYS[1], 1, 6)
+local ids, taken = batch_read(KEYS[1], 1 + o, 6)
 local out, recs, wait, delayed, mine = {}, {}, {}, {}, {}
 for j, id in ipairs(ids) do
   if taken[j] or mine[id] then
     out[j] = 0
   else
     mine[id] = true
-    local a = (j - 1) * 6
+    local a = (j - 1) * 6 + o
     recs[#recs + 1] = id
     recs[#recs + 1] = rec_new(ARGV[a + 4], created, ARGV[a + 3], ARGV[a + 6], ARGV[a + 2])
     local delay = tonumber(ARGV[a + 5])
