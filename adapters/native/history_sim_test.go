@@ -262,7 +262,11 @@ type simStats struct {
 }
 
 func (s simStats) String() string {
-	return fmt.Sprintf("%d jobs, %d events, %d crashes, %d connection cuts, counter from %d", s.jobs, s.events, s.crashes, s.cuts, s.counterAt)
+	out := fmt.Sprintf("%d jobs, %d events, %d crashes, %d connection cuts, counter from %d", s.jobs, s.events, s.crashes, s.cuts, s.counterAt)
+	if s.masterKills > 0 {
+		out += fmt.Sprintf(" (%d of the crashes masters killed)", s.masterKills)
+	}
+	return out
 }
 
 // connSet is the in-process connections of one worker's client, which a
