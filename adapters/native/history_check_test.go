@@ -167,6 +167,7 @@ var invariants = []struct{ name, what string }{
 	{"duplicate-id", "an ID taken by a job that was not deleted is refused (ErrJobExists)"},
 	{"start-after-cancel", "no handler starts after Cancel of its job returned success (unless a retry or enqueue revived the job)"},
 	{"start-after-delete", "no handler starts after Delete of its job returned success (unless an enqueue revived the ID)"},
+	{"not-early", "no run of a job enqueued with a delay starts before the instant its enqueue asked for, unless RunNow, a retry or another enqueue may have made it due sooner"},
 	{"deadline-success", "no attempt that returned at or after its WithTimeout deadline is stored or reported as a success"},
 	{"fifo-same-ms", "jobs due in the same millisecond run in enqueue order (per queue)"},
 	{"giveup-owed", "the give-up hook is called for every job that gave up (exhausted or permanent), across crashes"},
@@ -321,9 +322,7 @@ func (c *checker) index(e *hEvent) {
 				j.retries = append(j.retries, e) // (one failed in flight may have applied)
 			}
 		case "run_now":
-			if e.OK {
-				j.runNows = append(j.runNows, e)
-			}
+			j.runNows = append(j.runNows, e) // (one failed in flight may have applied)
 		}
 	case "start":
 		j := c.jh(e.Job)
@@ -502,6 +501,33 @@ func (c *checker) job(id string, j *jobHist) {
 			if before(x.end(), s.end()) && !revivedBetween(c.revivers(id, j, true), x.start(), s.end()) {
 				c.bad("start-after-delete", "job %s: attempt %d started on %s %s after Delete returned",
 					id, s.Attempt, s.Actor, time.Duration(s.At-x.At))
+			}
+		}
+	}
+
+	// Never early: no run of a job enqueued with a delay starts before
+	// the instant its enqueue asked for, unless a call that may make it
+	// due sooner (RunNow, a retry, another enqueue) started before that
+	// run. FireMs is the producer's clock plus the delay before the call,
+	// rounded up to the millisecond; the server's clock, the producer's
+	// and the workers' are the machine's (or the bubble's), and the server
+	// reads its own during the call, later: a start before FireMs less a
+	// millisecond is early.
+	if first := j.enqueues[0]; len(j.maybe) == 0 && first.FireMs > 0 {
+		due := (first.FireMs - 1) * int64(time.Millisecond)
+		for _, s := range j.starts {
+			if s.At >= due {
+				continue
+			}
+			sooner := false
+			for _, r := range append(allRevs, j.runNows...) {
+				if r != first && before(r.start(), s.end()) {
+					sooner = true
+				}
+			}
+			if !sooner {
+				c.bad("not-early", "job %s: attempt %d started on %s at %s, %s before the instant its enqueue asked for (%s)",
+					id, s.Attempt, s.Actor, fmtAt(s.At), time.Duration(due-s.At), fmtAt(due))
 			}
 		}
 	}

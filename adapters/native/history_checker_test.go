@@ -76,6 +76,15 @@ func TestHistoryChecker(t *testing.T) {
 		{"retried while Cancel waited", []*hEvent{enq, ev(3, "start", "w", "a", 1), call(5, 6, "retry", "a"),
 			ev(7, "start", "v", "a", 2), call(4, 9, "cancel", "a", was("active")), ev(10, "end", "w", "a", 1, ret("err")), ev(11, "end", "v", "a", 2, ret("nil"))},
 			map[string]StoredJob{"a": done(2)}, "", ""},
+		// (FireMs 2: due from 1 ms on; the start at 4 ns is early, unless a
+		// RunNow, even one that failed, started before it.)
+		{"early", []*hEvent{call(1, 2, "enqueue", "a", func(e *hEvent) { e.FireMs = 2 }), ev(4, "start", "w", "a", 1), ev(5, "end", "w", "a", 1, ret("nil")), ev(6, "obsend", "w", "a", 1, out("success"))},
+			map[string]StoredJob{"a": done(1)}, "", "not-early"},
+		{"early after RunNow", []*hEvent{call(1, 2, "enqueue", "a", func(e *hEvent) { e.FireMs = 2 }), call(3, 3, "run_now", "a", func(e *hEvent) { e.OK, e.Err = false, "i/o timeout" }),
+			ev(4, "start", "w", "a", 1), ev(5, "end", "w", "a", 1, ret("nil")), ev(6, "obsend", "w", "a", 1, out("success"))},
+			map[string]StoredJob{"a": done(1)}, "", ""},
+		{"due at once", []*hEvent{call(1, 2, "enqueue", "a", func(e *hEvent) { e.FireMs = 1 }), ev(4, "start", "w", "a", 1), ev(5, "end", "w", "a", 1, ret("nil")), ev(6, "obsend", "w", "a", 1, out("success"))},
+			map[string]StoredJob{"a": done(1)}, "", ""},
 		{"told twice", append(ran, ev(7, "obsend", "v", "a", 1, out("success"))), map[string]StoredJob{"a": done(1)}, "", "observer-once"},
 		{"fifo inversion", []*hEvent{
 			call(1, 2, "enqueue", "f1", func(e *hEvent) { e.FireMs = 100 }), call(3, 4, "enqueue", "f2", func(e *hEvent) { e.FireMs = 100 }),

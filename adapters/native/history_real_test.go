@@ -13,6 +13,7 @@ package native
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +54,33 @@ type workerConfig struct {
 	Addr, Prefix, Queue, Actor, Events string
 	Seed                               uint64
 	Plan                               workerPlan
+	// Nodes, for a history on a Cluster: each node's address and the
+	// address of this worker's proxy to it (Addr is then unused); Shards,
+	// the main queue's shards.
+	Nodes  map[string]string `json:",omitempty"`
+	Shards int               `json:",omitempty"`
+}
+
+// client is the worker's client: to one Redis, or to the Cluster through
+// its proxies (every node it is told of, by MOVED or the slot map, dialled
+// through the proxy to that node).
+func (c *workerConfig) client() redis.UniversalClient {
+	if len(c.Nodes) == 0 {
+		return redis.NewClient(&redis.Options{Addr: c.Addr, PoolSize: 20})
+	}
+	var addrs []string
+	for a := range c.Nodes {
+		addrs = append(addrs, a)
+	}
+	sort.Strings(addrs)
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: 20,
+		Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if p, ok := c.Nodes[addr]; ok {
+				addr = p
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}})
 }
 
 // realScale is how much longer the real mode's handlers, leases and
@@ -82,8 +112,10 @@ func historyWorkerMain(cfg string) int {
 		_, _ = f.Write(append(b, '\n')) // one write a line: a kill loses none written
 		return true
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, PoolSize: 20})
-	q, err := NewQueue(rdb, c.Queue, WithPrefix(c.Prefix), WithCompletedRetention(time.Hour, -1), WithFailedRetention(time.Hour, -1))
+	rdb := c.client()
+	octx, ocancel := context.WithTimeout(context.Background(), 20*time.Second)
+	q, err := openHist(octx, rdb, c.Queue, c.Shards, []QueueOption{WithPrefix(c.Prefix), WithCompletedRetention(time.Hour, -1), WithFailedRetention(time.Hour, -1)})
+	ocancel()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "history worker: %v\n", err)
 		return 2
@@ -133,20 +165,39 @@ func testHistoryReal(t *testing.T) {
 		}
 		t.Skipf("redis-server is not installed (%v); set %s=1 to make this a failure", err, testenv.RequireServersEnv)
 	}
+	runReal(t, "real", realEnv{bin: bin}, realShape, realBudget, realBudgetTime)
+}
+
+// realEnv is the Redis real histories run on: a redis-server that each
+// history starts of its own (bin), or the Cluster the mode started (cc
+// and its nodes), shared by its histories, each under a prefix of its own.
+type realEnv struct {
+	bin   string
+	cc    *redis.ClusterClient
+	nodes *testenv.ClusterNodes
+}
+
+// runReal runs a real mode's histories: the one -history.seed names, or
+// n from -history.first on (-history.n more, REBOUND_HISTORY_BUDGET for a
+// time), stopping past limit.
+func runReal(t *testing.T, mode string, env realEnv, shapeOf func(uint64) shape, n int, limit time.Duration) {
 	allowed := known()
 	if *historySeed != 0 {
-		sh := realShape(*historySeed)
+		sh := shapeOf(*historySeed)
 		if *historyShape != "" {
+			var err error
 			if sh, err = parseShape(*historyShape); err != nil {
 				t.Fatal(err)
 			}
 		}
-		vs, stats := realHistory(t, bin, *historySeed, sh)
+		if env.cc != nil && sh.Shards < 2 {
+			sh.Shards = 3 // (a Cluster's mode runs sharded histories)
+		}
+		vs, stats := realHistory(t, env, *historySeed, sh)
 		t.Logf("seed %d, shape %s: %s%s", *historySeed, sh, stats, stats.story)
-		report(t, "real", *historySeed, sh, vs, allowed, nil, "")
+		report(t, mode, *historySeed, sh, vs, allowed, nil, "")
 		return
 	}
-	n, limit := realBudget, realBudgetTime
 	if *historyCount > 0 {
 		n, limit = *historyCount, 0
 	}
@@ -159,24 +210,29 @@ func testHistoryReal(t *testing.T) {
 	}
 	start := time.Now()
 	caught := map[string][]uint64{}
-	ran, jobs, faults := 0, 0, 0
+	ran, jobs, faults, masters := 0, 0, 0, 0
 	for seed := *historyFirst; ran < n; seed++ {
 		if limit > 0 && time.Since(start) > limit {
 			t.Logf("stopped after %d of %d histories: the time budget of %s is spent", ran, n, limit)
 			break
 		}
-		sh := realShape(seed)
-		vs, stats := realHistory(t, bin, seed, sh)
+		sh := shapeOf(seed)
+		vs, stats := realHistory(t, env, seed, sh)
 		ran++
 		jobs += stats.jobs
 		faults += stats.crashes + stats.cuts
-		report(t, "real", seed, sh, vs, allowed, caught, stats.story)
+		masters += stats.masterKills
+		report(t, mode, seed, sh, vs, allowed, caught, stats.story)
 		if t.Failed() {
 			break
 		}
 	}
 	el := time.Since(start)
-	t.Logf("%d real histories (%d jobs, %d faults) in %s: %.1f histories a minute", ran, jobs, faults, el.Round(time.Millisecond), float64(ran)/el.Minutes())
+	kills := ""
+	if env.cc != nil {
+		kills = fmt.Sprintf(", %d of them masters killed", masters)
+	}
+	t.Logf("%d %s histories (%d jobs, %d faults%s) in %s: %.1f histories a minute", ran, mode, jobs, faults, kills, el.Round(time.Millisecond), float64(ran)/el.Minutes())
 	logCaught(t, caught)
 }
 
@@ -311,6 +367,28 @@ func (p *proxy) cut() {
 	p.conns = nil
 }
 
+// proxySet is one worker's proxies, one to each node; a fault acts on
+// them all.
+type proxySet []*proxy
+
+func (ps proxySet) setDelay(d time.Duration) {
+	for _, p := range ps {
+		p.delay.Store(int64(d))
+	}
+}
+
+func (ps proxySet) stall(on bool) {
+	for _, p := range ps {
+		p.stalled.Store(on)
+	}
+}
+
+func (ps proxySet) cut() {
+	for _, p := range ps {
+		p.cut()
+	}
+}
+
 func (p *proxy) close() {
 	_ = p.ln.Close()
 	p.stalled.Store(false)
@@ -325,25 +403,58 @@ type workerProc struct {
 	done          chan struct{}
 }
 
-// realHistory runs seed's history of shape sh on a Redis and worker
-// processes of its own, and checks it.
-func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, simStats) {
+// realHistory runs seed's history of shape sh with worker processes of
+// its own, on a Redis of its own or on env's Cluster, and checks it.
+func realHistory(t *testing.T, env realEnv, seed uint64, sh shape) ([]violation, simStats) {
 	var stats simStats
 	ctx := context.Background()
 	dir := t.TempDir()
-	rp := &redisProc{bin: bin, dir: dir, port: freePort(t)}
-	if err := rp.start(); err != nil {
-		t.Fatal(err)
+	const name = "hist"
+	prefix := "h"
+	var rp *redisProc
+	var admin redis.UniversalClient
+	var targets []string // the nodes workers reach, each through a proxy
+	if env.cc != nil {
+		// Histories share the Cluster: each keeps to a prefix of its own.
+		prefix = fmt.Sprintf("h%d", seed)
+		admin, targets = env.cc, env.nodes.Addrs
+	} else {
+		rp = &redisProc{bin: env.bin, dir: dir, port: freePort(t)}
+		if err := rp.start(); err != nil {
+			t.Fatal(err)
+		}
+		defer rp.kill9()
+		c := redis.NewClient(&redis.Options{Addr: rp.addr(), MaxRetries: 10})
+		defer c.Close()
+		admin, targets = c, []string{rp.addr()}
 	}
-	defer rp.kill9()
-	admin := redis.NewClient(&redis.Options{Addr: rp.addr(), MaxRetries: 10})
-	defer admin.Close()
 	h := newHistory()
 	rule := histRule(seed)
-	const name, prefix = "hist", "h"
-	qm, err := NewQueue(admin, name, WithPrefix(prefix), WithCompletedRetention(time.Hour, -1), WithFailedRetention(time.Hour, -1))
+	qm, err := openHist(ctx, admin, name, sh.Shards, []QueueOption{WithPrefix(prefix), WithCompletedRetention(time.Hour, -1), WithFailedRetention(time.Hour, -1)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// shardOn is the index of each node's shard (-1: none), and masterOf
+	// the node of each shard: on a Cluster, the shards are on distinct
+	// masters.
+	shardOn := make([]int, len(targets))
+	masterOf := make([]int, qm.Shards())
+	for i := range shardOn {
+		shardOn[i] = -1
+	}
+	if env.cc != nil {
+		owner, _, err := slotOwners(ctx, env.cc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for s, part := range qm.parts() {
+			masterOf[s] = slices.Index(targets, owner(keySlot(part.tag)))
+			if masterOf[s] < 0 || shardOn[masterOf[s]] >= 0 {
+				t.Fatalf("seed %d: shards %q are not on %d distinct masters of %v (shard %d's slot %d on %q)",
+					seed, qm.ShardTags(), qm.Shards(), targets, s, keySlot(part.tag), owner(keySlot(part.tag)))
+			}
+			shardOn[masterOf[s]] = s
+		}
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -352,11 +463,14 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 
 	var mu sync.Mutex
 	procs := make([]*workerProc, sh.Workers)
-	proxies := make([]*proxy, sh.Workers)
+	proxies := make([]proxySet, sh.Workers) // worker i's, one to each node
 	gens := make([]int, sh.Workers)
 	for i := range proxies {
-		proxies[i] = newProxy(t, rp.addr())
-		defer proxies[i].close()
+		for _, a := range targets {
+			p := newProxy(t, a)
+			defer p.close()
+			proxies[i] = append(proxies[i], p)
+		}
 	}
 	startProc := func(i int) *workerProc {
 		actor := fmt.Sprintf("w%d.%d", i, gens[i])
@@ -364,7 +478,14 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 		plan.Lease *= realScale
 		plan.Timeout *= realScale
 		wp := &workerProc{actor: actor, events: filepath.Join(dir, actor+".events"), done: make(chan struct{})}
-		cfg, _ := json.Marshal(workerConfig{Addr: proxies[i].addr(), Prefix: prefix, Queue: name, Actor: actor, Events: wp.events, Seed: seed, Plan: plan})
+		wc := workerConfig{Addr: proxies[i][0].addr(), Prefix: prefix, Queue: name, Actor: actor, Events: wp.events, Seed: seed, Plan: plan, Shards: sh.Shards}
+		if env.cc != nil {
+			wc.Nodes = map[string]string{}
+			for k, a := range targets {
+				wc.Nodes[a] = proxies[i][k].addr()
+			}
+		}
+		cfg, _ := json.Marshal(wc)
 		wp.cmd = exec.Command(self, "-test.run=^$")
 		wp.cmd.Env = append(os.Environ(), historyWorkerEnv+"="+string(cfg))
 		logf, err := os.Create(filepath.Join(dir, actor+".log"))
@@ -402,7 +523,12 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 	var faultLog []string
 	actors.Go(func() {
 		fr := actorRand(seed, "faults")
-		for range sh.Faults {
+		// On a Cluster, Redis's fault is one master killed: at least one
+		// in each history (the draws of fr stay those of the mode of one
+		// Redis).
+		mr := actorRand(seed, "master kill")
+		forced := mr.IntN(max(1, sh.Faults))
+		for f := range sh.Faults {
 			time.Sleep(time.Duration(150+fr.IntN(500)) * time.Millisecond)
 			i := fr.IntN(len(procs))
 			mu.Lock()
@@ -410,7 +536,11 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 			mu.Unlock()
 			plan := planWorker(seed, fmt.Sprintf("w%d", i))
 			lease := plan.Lease * realScale
-			switch k := fr.IntN(6); k {
+			k := fr.IntN(6)
+			if env.cc != nil && f == forced {
+				k = 2
+			}
+			switch k {
 			case 0: // kill -9, and a new process later
 				h.add(&hEvent{Kind: "crash", Proc: wp.actor, Actor: wp.actor}) // (just before: the process may write until it dies)
 				_ = wp.cmd.Process.Kill()
@@ -433,6 +563,23 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 				faultLog = append(faultLog, "stop "+wp.actor)
 			case 2: // Redis killed and restarted from its AOF
 				p := h.mark()
+				if env.cc != nil {
+					// One master killed with SIGKILL: its shard's calls fail
+					// or wait meanwhile (their outcome unknown, as across a
+					// restart of one Redis); the others' go on. Down for up to
+					// 3 s: past the cluster's node timeout (2 s) its peers
+					// mark it failed.
+					m := mr.IntN(len(targets))
+					down := time.Duration(200+mr.IntN(2800)) * time.Millisecond
+					env.nodes.Kill(m)
+					time.Sleep(down)
+					env.nodes.Restart(m)
+					h.add(&hEvent{Kind: "stall", Actor: "*", StartAt: p.at})
+					stats.crashes++
+					stats.masterKills++
+					faultLog = append(faultLog, fmt.Sprintf("kill master %d (shard %d) for %s", m, shardOn[m], down))
+					break
+				}
 				rp.kill9()
 				time.Sleep(time.Duration(fr.IntN(300)) * time.Millisecond)
 				if err := rp.start(); err != nil {
@@ -442,16 +589,16 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 				stats.crashes++
 				faultLog = append(faultLog, "redis restart")
 			case 3: // the proxy delays every chunk a while
-				proxies[i].delay.Store(int64(time.Duration(2+fr.IntN(30)) * time.Millisecond))
+				proxies[i].setDelay(time.Duration(2+fr.IntN(30)) * time.Millisecond)
 				time.Sleep(time.Duration(200+fr.IntN(800)) * time.Millisecond)
-				proxies[i].delay.Store(0)
+				proxies[i].setDelay(0)
 				stats.cuts++
 				faultLog = append(faultLog, "delay "+wp.actor)
 			case 4: // the proxy holds every byte past the lease
 				p := h.mark()
-				proxies[i].stalled.Store(true)
+				proxies[i].stall(true)
 				time.Sleep(lease + time.Duration(fr.IntN(500))*time.Millisecond)
-				proxies[i].stalled.Store(false)
+				proxies[i].stall(false)
 				h.add(&hEvent{Kind: "stall", Actor: wp.actor, StartAt: p.at})
 				stats.cuts++
 				faultLog = append(faultLog, "stall "+wp.actor)
@@ -473,7 +620,13 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 		// A give-up call a killed worker owed is made by another once
 		// its lease ends: the history is over when those calls are made too.
 		c, err := qm.Counts(ctx)
-		owed, oerr := admin.ZCard(ctx, qm.keys.giveup).Result()
+		owed := int64(0)
+		var oerr error
+		for _, part := range qm.parts() {
+			n, err := admin.ZCard(ctx, part.keys.giveup).Result()
+			owed += n
+			oerr = cmp.Or(oerr, err)
+		}
 		if err == nil && oerr == nil && c.Waiting+c.Active+c.Delayed == 0 && owed == 0 {
 			break
 		}
@@ -514,7 +667,10 @@ func realHistory(t *testing.T, bin string, seed uint64, sh shape) ([]violation, 
 			fin.jobs[id] = j
 		}
 	}
-	_, fin.problems = snapshotProblems(takeSnapshot(t, admin, qm))
+	for _, part := range qm.parts() {
+		_, ps := snapshotProblems(takeSnapshot(t, admin, part))
+		fin.problems = append(fin.problems, ps...)
+	}
 	stats.jobs, stats.events = len(ids), len(h.events)
 	vs := check(h.events, fin)
 	var unknown []violation

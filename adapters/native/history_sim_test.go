@@ -28,14 +28,17 @@ import (
 
 // TestHistory runs seeded random histories against the native queue and
 // checks each against the queue's model (history_check_test.go): on
-// miniredis under testing/synctest, and on a real Redis with real worker
-// processes and real faults (history_real_test.go). A failing history is
+// miniredis under testing/synctest, one shard or three, on a real Redis
+// with real worker processes and real faults (history_real_test.go), and
+// on a real 3-master Cluster with three shards, one master killed
+// (history_cluster_test.go). A failing history is
 // reported with its seed, the smallest shape it was cut down to, and the
 // command that replays it.
 func TestHistory(t *testing.T) {
 	t.Run("miniredis", testHistorySim)
 	t.Run("miniredis-sharded", testHistorySimSharded)
 	t.Run("real", testHistoryReal)
+	t.Run("real-sharded", testHistoryRealSharded)
 }
 
 // shardedBudget is how many histories the sharded miniredis mode runs by
@@ -253,12 +256,17 @@ func cond(b bool, s string) string {
 // simStats is what one history did.
 type simStats struct {
 	jobs, events, crashes, cuts int
+	masterKills                 int // of a Cluster's masters (counted in crashes too)
 	counterAt                   int64
 	story                       string // the events of the jobs an unexpected violation names
 }
 
 func (s simStats) String() string {
-	return fmt.Sprintf("%d jobs, %d events, %d crashes, %d connection cuts, counter from %d", s.jobs, s.events, s.crashes, s.cuts, s.counterAt)
+	out := fmt.Sprintf("%d jobs, %d events, %d crashes, %d connection cuts, counter from %d", s.jobs, s.events, s.crashes, s.cuts, s.counterAt)
+	if s.masterKills > 0 {
+		out += fmt.Sprintf(" (%d of the crashes masters killed)", s.masterKills)
+	}
+	return out
 }
 
 // connSet is the in-process connections of one worker's client, which a
