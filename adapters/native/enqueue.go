@@ -137,13 +137,15 @@ func (q *Queue) enqueueOne(ctx context.Context, j preparedJob) (int64, error) {
 	v := q.view()
 	for round := 0; ; round++ {
 		s := v.cur[shardIndex(j.id, len(v.cur))]
-		res := make([]EnqueueResult, 1)
-		kept, _, err := s.dedupeAcross(ctx, v, []preparedJob{j}, []int{0}, res)
-		if err != nil {
-			return 0, err
-		}
-		if len(kept) == 0 {
-			return 0, nil // the previous layout's shard holds the ID
+		if v.prev != nil { // a change drains: WithID looks on the ID's old shard too
+			res := make([]EnqueueResult, 1)
+			kept, _, err := s.dedupeAcross(ctx, v, []preparedJob{j}, []int{0}, res)
+			if err != nil {
+				return 0, err
+			}
+			if len(kept) == 0 {
+				return 0, nil // the previous layout's shard holds the ID
+			}
 		}
 		code, err := s.enqueueGrouped(ctx, j)
 		if !isStale(err) || round == staleRetries {

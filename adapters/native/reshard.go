@@ -148,30 +148,41 @@ func (q *Queue) fence(ctx context.Context) error {
 	})
 }
 
-// opened returns q as its layout says: q itself when it was opened by its
-// layout (OpenQueue, NewShardedQueue), else a queue opened so.
-func (q *Queue) opened(ctx context.Context) (*Queue, error) {
-	if q.lay != nil {
-		return q, nil
+// current returns q as its layout says (q itself when it was opened by
+// its layout, else a queue opened so) and the layout read again now; what
+// names the method in errors.
+func (q *Queue) current(ctx context.Context, what string) (*Queue, *shardView, error) {
+	if ctx == nil {
+		return nil, nil, fmt.Errorf("native: %s on queue %q: ctx is nil, want a context.Context (context.Background() for none)", what, q.name)
 	}
-	return OpenQueue(ctx, q.rdb, q.name, WithPrefix(q.prefix))
+	o := q
+	if q.lay == nil {
+		var err error
+		if o, err = OpenQueue(ctx, q.rdb, q.name, WithPrefix(q.prefix)); err != nil {
+			return nil, nil, err
+		}
+	}
+	v, err := o.reload(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return o, v, nil
 }
 
 // ReshardStatus reads the queue's layout again and reports where its count
 // of shards stands: the count, and while a change drains, what each shard
 // it drops still holds.
 func (q *Queue) ReshardStatus(ctx context.Context) (ReshardStatus, error) {
-	if ctx == nil {
-		return ReshardStatus{}, fmt.Errorf("native: ReshardStatus on queue %q: ctx is nil, want a context.Context (context.Background() for none)", q.name)
-	}
-	o, err := q.opened(ctx)
+	_, v, err := q.current(ctx, "ReshardStatus")
 	if err != nil {
 		return ReshardStatus{}, err
 	}
-	v, err := o.reload(ctx)
-	if err != nil {
-		return ReshardStatus{}, err
-	}
+	return q.statusOf(ctx, v)
+}
+
+// statusOf reports where the layout v stands, counting the jobs of the
+// shards a change drops.
+func (q *Queue) statusOf(ctx context.Context, v *shardView) (ReshardStatus, error) {
 	st := ReshardStatus{Queue: q.name, Epoch: v.epoch, Shards: len(v.cur)}
 	if v.prev == nil {
 		return st, nil
@@ -179,7 +190,7 @@ func (q *Queue) ReshardStatus(ctx context.Context) (ReshardStatus, error) {
 	st.From = len(v.prev)
 	drop := v.all[len(v.cur):]
 	st.Draining = make([]DrainingShard, len(drop))
-	err = onShards(drop, func(i int, s *Queue) error {
+	err := onShards(drop, func(i int, s *Queue) error {
 		c, err := s.Counts(ctx)
 		st.Draining[i] = DrainingShard{Tag: s.tag, Counts: c}
 		return err
@@ -199,26 +210,19 @@ func (q *Queue) ReshardStatus(ctx context.Context) (ReshardStatus, error) {
 // and returns the status with an error wrapping [ErrReshardDraining]. With
 // no change draining it returns the status.
 func (q *Queue) FinishReshard(ctx context.Context) (ReshardStatus, error) {
-	if ctx == nil {
-		return ReshardStatus{}, fmt.Errorf("native: FinishReshard on queue %q: ctx is nil, want a context.Context (context.Background() for none)", q.name)
-	}
-	o, err := q.opened(ctx)
-	if err != nil {
-		return ReshardStatus{}, err
-	}
-	v, err := o.reload(ctx)
+	o, v, err := q.current(ctx, "FinishReshard")
 	if err != nil {
 		return ReshardStatus{}, err
 	}
 	if v.prev == nil {
-		return o.ReshardStatus(ctx)
+		return q.statusOf(ctx, v)
 	}
 	// The fence again (idempotent): a draining shard must not take a job
 	// after it was counted empty.
 	if err := o.fence(ctx); err != nil {
 		return ReshardStatus{}, fmt.Errorf("native: FinishReshard on queue %q: %w", q.name, err)
 	}
-	st, err := o.ReshardStatus(ctx)
+	st, err := q.statusOf(ctx, v)
 	if err != nil {
 		return st, err
 	}
