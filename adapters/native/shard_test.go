@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -417,6 +418,35 @@ func TestShardWorkerRunsEveryShard(t *testing.T) {
 			s := q.shardFor(id)
 			if n, err := rdb.HExists(ctx, s.keys.jobs, id).Result(); err != nil || !n {
 				t.Errorf("job %s not on its shard %d after its retry", id, s.shard)
+			}
+		}
+	})
+}
+
+// TestShardLayoutHostileV2 stores layouts of version 2 that no Reshard
+// writes and checks each is refused with a clear error, never used.
+func TestShardLayoutHostileV2(t *testing.T) {
+	eachBackend(t, func(t *testing.T, rdb redis.UniversalClient, prefix string) {
+		ctx := context.Background()
+		for _, raw := range []string{
+			`{"version":2,"epoch":0,"shards":["h"]}`,
+			`{"version":2,"epoch":-5,"shards":["h","h~1"]}`,
+			`{"version":1,"epoch":3,"shards":["h","h~1"]}`,
+			`{"version":1,"shards":["h","h~1"],"prev":["h"]}`,
+			`{"version":2,"epoch":2,"shards":["h","h~1"],"prev":[]}`,
+			`{"version":2,"epoch":2,"shards":["h","h~1"],"prev":["h~1","h"]}`,
+			`{"version":2,"epoch":2,"shards":["h","h~1"],"prev":["h","h"]}`,
+			`{"version":2,"epoch":2,"shards":[]}`,
+			`{"version":3,"epoch":2,"shards":["h"]}`,
+		} {
+			if err := rdb.Set(ctx, layoutKey(prefix, "h"), raw, 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := OpenQueue(ctx, rdb, "h", WithPrefix(prefix)); err == nil || !strings.Contains(err.Error(), "layout") {
+				t.Errorf("OpenQueue with layout %s: %v, want an error about the layout", raw, err)
+			}
+			if _, err := Reshard(ctx, rdb, "h", 3, WithPrefix(prefix)); err == nil {
+				t.Errorf("Reshard over layout %s: no error", raw)
 			}
 		}
 	})
